@@ -55,10 +55,10 @@ def render_table(result, console: Console, limit: int = MAX_TABLE_ROWS) -> None:
         console.print(f"[red]✗ {v.message}[/]")
 
     table = Table(show_lines=False, header_style="bold")
-    for col, kw in (("subject", {"max_width": 14}), ("memory", {"min_width": 28}),
+    for col, kw in (("subject", {"max_width": 14}), ("memory", {"min_width": 20}),
                     ("category", {}), ("score", {"justify": "right"}), ("label", {}),
                     ("days left", {"justify": "right"}), ("status", {"max_width": 16})):
-        table.add_column(col, overflow="ellipsis", no_wrap=col != "value", **kw)
+        table.add_column(col, overflow="ellipsis", no_wrap=col != "memory", **kw)
     shown = 0
     for fact in result.iter_facts(order="f.status = 'deleted', f.freshness, f.id"):
         if shown >= limit:
