@@ -200,8 +200,10 @@ class Detector:
                     self._conflict(v, sd, old, new, os_, s.value, "value", s.raw,
                                    f'{sd.name}: was "not {os_.value}", now "{s.value}"')
             return
-        if any(_same(sd, s.value, os_.value) for s in positives):
-            v.confirmed = True
+        same = [s for s in positives if _same(sd, s.value, os_.value)]
+        positives = [s for s in positives if s not in same]
+        if same and not (any(s.current for s in positives) and not any(s.current for s in same)):
+            v.confirmed = True          # restated; unless another value is the one held "now"
             return
         replacement = positives[0].raw if positives else None
         for s in news:
@@ -294,9 +296,9 @@ class Detector:
         ended_before = set()
         for c in orr.cues:              # the old fact already tells of this ending
             ended_before |= c.scope
-        anchors = orr.anchors - ended_before
+        anchors = {a for a in orr.anchors if not any(_stem_match(a, w) for w in ended_before)}
         for c in nr.cues:
-            hit = sorted(anchors & c.scope)
+            hit = sorted(a for a in anchors if any(_stem_match(a, w) for w in c.scope))
             if not hit:
                 continue
             v.conflicts.append(self._make(
@@ -391,6 +393,18 @@ def _overlap(a: str, b: str | None) -> bool:
     ta = {stem(w) for w in norm_value(a).split() if len(w) > 1}
     tb = {stem(w) for w in norm_value(b).split() if len(w) > 1}
     return bool(ta & tb)
+
+
+def _stem_match(a: str, b: str) -> bool:
+    """Same stem, or a shared prefix of 5+ letters (allergic / allergy)."""
+    if a == b:
+        return True
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n >= 5
 
 
 def _qualifier_ok(s: Slot, old: FactView) -> bool:

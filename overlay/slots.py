@@ -64,6 +64,7 @@ class Slot:
     replacement: bool = False
     addition: bool = False
     implied: bool = False
+    current: bool = False
     evidence: str = ""
 
 
@@ -217,6 +218,8 @@ def _clean(raw: str | None) -> str | None:
 
 def _valid(sd: SlotDef, raw: str, pack: Pack) -> bool:
     v = norm_value(raw)
+    if sd.value == "number":
+        return to_number(raw) is not None
     if not v or v in pack.value_reject:
         return False
     if any(r.search(v) for r in sd.reject):
@@ -403,6 +406,7 @@ class Extractor:
                                         self._value(sd, raw), raw, polarity=pol,
                                         held_days=held, held_year=year,
                                         replacement=replacement,
+                                        current=self._current(clause, m.start()),
                                         addition=addition, evidence=clause))
         out.extend(self._terms(sd, parts))
         return out
@@ -431,11 +435,18 @@ class Extractor:
                         if not implied and not sd.about_others and g.third_party(prefix):
                             continue
                         pol = -1 if g.negated(prefix) else 1
+                        current = self._current(clause, m.start())
                         out.append(Slot(sd.name, sd.category, sd.mode, "", value, m.group(0),
                                         polarity=pol, held_days=held, held_year=year,
-                                        implied=implied,
+                                        implied=implied, current=current,
                                         evidence=clause))
         return out
+
+    def _current(self, clause: str, pos: int) -> bool:
+        """Whether the comma-separated part of the clause around ``pos`` says "now"."""
+        start = clause.rfind(",", 0, pos) + 1
+        end = clause.find(",", pos)
+        return _any(self.pack.guards["current"], clause[start:end if end >= 0 else len(clause)])
 
     def _value(self, sd: SlotDef, raw: str | None) -> str | None:
         if raw is None:
