@@ -36,7 +36,7 @@ _CLAUSE_BREAK = re.compile(
     r"i|we|me|yo|ich|he|she|they)\b)|\s(?=(?:but|because|before|until|though|although|whereas|"
     r"whilst|except)\s)", re.I)
 _WORD = re.compile(r"[\w][\w@.+'-]*")
-_MAX_SCOPE_WORDS = 7
+_MAX_SCOPE_WORDS = 3
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,19 @@ class Slot:
     implied: bool = False
     current: bool = False
     evidence: str = ""
+
+
+@dataclass(frozen=True)
+class _Clause:
+    """A clause and the guard facts that hold for the whole of it (computed once)."""
+
+    text: str
+    question: bool
+    held: float | None
+    year: int | None
+    temporary: bool
+    replacement: bool
+    addition: bool
 
 
 @dataclass(frozen=True)
@@ -285,13 +298,20 @@ class Extractor:
     def slots(self, t: str, parts: list[tuple[str, str]] | None = None,
               category: str | None = None) -> list[Slot]:
         parts = clauses(t) if parts is None else parts
+        infos = [self._info(c, s) for c, s in parts]
         out: list[Slot] = []
         for sd in self.pack.slots:
             if category and category != "general" and sd.category != category:
                 continue
-            found = self._slot(sd, parts)
-            out.extend(found)
+            out.extend(self._slot(sd, infos))
         return _dedupe(out)
+
+    def _info(self, clause: str, sentence: str) -> "_Clause":
+        g = self.guards
+        held, year = g.held(clause)
+        return _Clause(clause, g.question(sentence), held, year, g.temporary(clause),
+                       _any(self.pack.guards["replacement"], clause),
+                       _any(self.pack.guards["addition"], clause))
 
     def cues(self, parts: list[tuple[str, str]]) -> list[CueHit]:
         hits = []
@@ -336,16 +356,14 @@ class Extractor:
         return frozenset(_anchor_forms(keep))
 
     # -- one slot definition over all clauses
-    def _slot(self, sd: SlotDef, parts: list[tuple[str, str]]) -> list[Slot]:
+    def _slot(self, sd: SlotDef, infos: list["_Clause"]) -> list[Slot]:
         out: list[Slot] = []
         g = self.guards
-        for clause, sentence in parts:
-            if g.question(sentence):
+        for info in infos:
+            if info.question:
                 continue
-            held, year = g.held(clause)
-            temporary = g.temporary(clause)
-            replacement = _any(self.pack.guards["replacement"], clause)
-            addition = _any(self.pack.guards["addition"], clause)
+            clause, held, year, temporary = info.text, info.held, info.year, info.temporary
+            replacement, addition = info.replacement, info.addition
             taken: list[tuple[int, int]] = []
 
             def ok(m: re.Match, allow_past: bool = False) -> tuple[bool, bool]:
@@ -394,6 +412,8 @@ class Extractor:
                         usable, neg = ok(m)
                         if not usable or overlaps(m) or (temporary and sd.category == "location"):
                             continue
+                        if sd.mode == "polar" and _any(self.pack.guards["restrict"], clause[m.end():]):
+                            continue
                         gd = m.groupdict()
                         raw = _clean(gd.get("v"))
                         if sd.mode == "count" and polarity == -1:
@@ -408,24 +428,24 @@ class Extractor:
                                         replacement=replacement,
                                         current=self._current(clause, m.start()),
                                         addition=addition, evidence=clause))
-        out.extend(self._terms(sd, parts))
+        out.extend(self._terms(sd, infos))
         return out
 
-    def _terms(self, sd: SlotDef, parts: list[tuple[str, str]]) -> list[Slot]:
+    def _terms(self, sd: SlotDef, infos: list["_Clause"]) -> list[Slot]:
         if not sd.terms:
             return []
-        found = self._term_hits(sd, sd.terms, parts, implied=False)
+        found = self._term_hits(sd, sd.terms, infos, implied=False)
         if not any(s.polarity > 0 for s in found) and sd.implied:
-            found += self._term_hits(sd, sd.implied, parts, implied=True)
+            found += self._term_hits(sd, sd.implied, infos, implied=True)
         return found
 
-    def _term_hits(self, sd, table, parts, implied: bool) -> list[Slot]:
+    def _term_hits(self, sd, table, infos: list["_Clause"], implied: bool) -> list[Slot]:
         g = self.guards
         out = []
-        for clause, sentence in parts:
-            if g.question(sentence):
+        for info in infos:
+            if info.question:
                 continue
-            held, year = g.held(clause)
+            clause, held, year = info.text, info.held, info.year
             for value, rxs in table.items():
                 for r in rxs:
                     for m in r.finditer(clause):
