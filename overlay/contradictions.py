@@ -35,7 +35,7 @@ from typing import Iterable, Protocol
 from .slotpack import Pack, SlotDef, load_pack
 from .slots import Extractor, Reading, Slot, digits, infer_category, normalize, norm_value, stem, to_number
 
-DEFAULT_SEMANTIC_THRESHOLD = 0.55
+DEFAULT_SEMANTIC_THRESHOLD = 0.6
 DEFAULT_CACHE_SIZE = 4096
 KEY_VALUE_CONFIDENCE = 0.9
 _DAY = 86400.0
@@ -72,7 +72,7 @@ class Embedder(Protocol):
 
 
 class Judge(Protocol):
-    def verdict(self, older: str, newer: str) -> tuple[bool, float, str]: ...
+    def verdict(self, older: str, newer: str) -> tuple[bool, float, str] | None: ...
 
 
 @dataclass
@@ -308,23 +308,44 @@ class Detector:
 
     # ------------------------------------------------------------ semantic layer
     def _semantic(self, new: FactView, nr: Reading, olders: list[FactView]) -> list[Contradiction]:
+        """Same-topic facts the rules left undecided.
+
+        With a judge, every fact at least ``semantic_threshold`` similar to the newer one is
+        a candidate the judge confirms or rejects. Without one, similarity alone is not
+        evidence (same-topic restatements are as similar as changes), so a candidate also
+        needs a transition cue in the newer text whose own clause is similar to the older
+        fact: the semantic version of the cue rule ("I left the church" ~ "Is Catholic").
+        """
         sims = self.embedder.similarities(new.text, [o.text for o in olders])
+        cands = [(o, s) for o, s in zip(olders, sims) if s >= self.semantic_threshold]
+        if not cands:
+            return []
         out = []
-        for old, sim in zip(olders, sims):
-            if sim < self.semantic_threshold:
-                continue
-            orr = self.read(old)
-            if not _differs(nr, orr) and not nr.cues and not _change_words(nr.text):
-                continue
-            conf = round(min(0.95, 0.5 + (sim - self.semantic_threshold)), 3)
-            evidence = f"similar facts (cosine {sim:.2f}) with a change"
-            kind = "semantic"
-            if self.judge is not None:
-                ok, jconf, why = self.judge.verdict(old.text, new.text)
-                if not ok:
+        if self.judge is None:
+            if not nr.cues:
+                return []
+            clauses = list(dict.fromkeys(c.evidence for c in nr.cues))
+            for old, sim in cands:
+                csims = self.embedder.similarities(old.text, clauses)
+                best = max(range(len(clauses)), key=lambda i: csims[i])
+                if csims[best] < self.semantic_threshold:
                     continue
-                kind, conf, evidence = "judge", jconf, why or evidence
-            out.append(self._make(old, new, kind, conf, evidence, "EXPIRE", old.key, old.text, None))
+                cue = next(c for c in nr.cues if c.evidence == clauses[best])
+                conf = round(min(0.8, 0.45 + (csims[best] - self.semantic_threshold)), 3)
+                out.append(self._make(old, new, "semantic", conf,
+                                      f'"{cue.cue}" in a clause similar to it (cosine {csims[best]:.2f}): '
+                                      f'"{_short(cue.evidence)}"',
+                                      "EXPIRE", old.key, old.text, None))
+            return out
+        for old, sim in cands:
+            verdict = self.judge.verdict(old.text, new.text)
+            if verdict is None:                 # the judge could not answer: no decision
+                continue
+            ok, conf, why = verdict
+            if ok:
+                out.append(self._make(old, new, "judge", conf,
+                                      why or f"judge: contradiction (cosine {sim:.2f})",
+                                      "EXPIRE", old.key, old.text, None))
         return out
 
     # ------------------------------------------------------------ helpers
@@ -422,21 +443,6 @@ def _held_before(s: Slot, new: FactView, gap_days: float) -> bool:
         year = _dt.datetime.fromtimestamp(new.learned_at, _dt.timezone.utc).year
         held = max(0.0, (year - s.held_year) * 365.25)
     return held is not None and held >= gap_days
-
-
-def _differs(a: Reading, b: Reading) -> bool:
-    """Both texts fill a slot, with different values."""
-    av = {(s.name, s.key): s.value for s in a.slots if s.kind == "assert"}
-    return any((s.name, s.key) in av and av[(s.name, s.key)] != s.value
-               for s in b.slots if s.kind == "assert")
-
-
-_CHANGE = re.compile(r"\b(?:now|anymore|any more|no longer|switched|changed|new|finally|"
-                     r"again|these days|since|officially|instead|started|quit|left)\b", re.I)
-
-
-def _change_words(text: str) -> bool:
-    return bool(_CHANGE.search(text))
 
 
 def _short(text: str, n: int = 80) -> str:
