@@ -40,7 +40,7 @@ table{border-collapse:collapse;background:#fff;font-size:13px;margin:6px 0}
 th,td{border:1px solid #d6dbe3;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#eef1f5}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .charts{display:flex;flex-wrap:wrap;gap:14px}
-figure{margin:0;background:#fff;border:1px solid #d6dbe3;border-radius:6px;padding:8px}
+figure{margin:0;display:inline-block;background:#fff;border:1px solid #d6dbe3;border-radius:6px;padding:8px}
 figcaption{font-size:13px;font-weight:bold;margin-bottom:4px}
 svg .tick{font-size:10px;text-anchor:middle;fill:#5b6473}
 svg .val{font-size:10px;text-anchor:middle;fill:#1d2330}

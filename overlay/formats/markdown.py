@@ -34,7 +34,7 @@ def render(report: Mapping[str, Any], stream: TextIO, *, top: int = DEFAULT_TOP)
     violations = list(report.get("violations") or ())
     if violations:
         w("\n### Violations\n\n")
-        w("".join(f"- {_cell(v)}\n" for v in violations))
+        w("".join(f"- {' '.join(str(v).split())}\n" for v in violations))
     for title, key in (("By category", "by_category"), ("By source", "by_source")):
         parts = report.get(key) or {}
         if parts:
@@ -48,7 +48,7 @@ def render(report: Mapping[str, Any], stream: TextIO, *, top: int = DEFAULT_TOP)
         w(f"\n### Stalest facts ({len(stalest)} of {digest.seen})\n\n")
         w(_table(["ref", "category", "key", "text", "freshness", "label", "age_days", "status"],
                  [[f.get("ref"), f.get("category"), f.get("key"), shorten(f.get("text"), 60),
-                   _num(f.get("freshness")), f.get("label"), _num(f.get("age_days")),
+                   _num(f.get("freshness")), f.get("label"), _num(f.get("age_days"), 1),
                    f.get("status")] for f in stalest]))
 
     contradictions = list(report.get("contradictions") or ())
@@ -89,12 +89,12 @@ def _cell(value: Any) -> str:
     return html.escape(text, quote=False).replace("|", "\\|")
 
 
-def _num(value: Any) -> str:
-    """Integers as they are, floats to 3 decimals, anything else as text."""
+def _num(value: Any, digits: int = 3) -> str:
+    """Integers as they are, floats to `digits` decimals, anything else as text."""
     if isinstance(value, bool) or value is None:
         return "" if value is None else str(value)
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        return f"{value:.3f}"
+        return f"{value:.{digits}f}"
     return str(value)
