@@ -161,6 +161,7 @@ class Digest:
 
     def __init__(self, problem_cap: int = DEFAULT_PROBLEM_CAP, top: int = DEFAULT_TOP):
         self.problem_cap = problem_cap
+        self.top = top
         self.groups: dict[tuple[str, str], Group] = {}
         self.categories: dict[str, Group] = {}
         self.histograms: dict[str, list[int]] = {}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping, TextIO
 
+from .base import Renderer
 from .digest import Smallest, describe, problems, source_targets, trim
 
 LIMIT = 10
@@ -24,38 +25,48 @@ def is_github_actions(environ: Mapping[str, str] | None = None) -> bool:
     return env.get("GITHUB_ACTIONS", "").lower() == "true"
 
 
-def render(report: Mapping[str, Any], stream: TextIO, *, limit: int = LIMIT) -> None:
-    """Write workflow-command lines for `report` (the audit JSON contract) to `stream`."""
-    targets = source_targets(report)
-    worst = {"error": Smallest(limit), "warning": Smallest(limit)}
-    counts = {"error": 0, "warning": 0}
-    for fact in report.get("facts") or ():
+class GitHubRenderer(Renderer):
+    """Workflow commands; option `limit`: facts annotated per level."""
+
+    def __init__(self, report: Mapping[str, Any], stream: TextIO, *, limit: int = LIMIT):
+        super().__init__(report, stream)
+        self.worst = {"error": Smallest(limit), "warning": Smallest(limit)}
+        self.counts = {"error": 0, "warning": 0}
+
+    def add(self, fact: Mapping[str, Any]) -> None:
         kinds = problems(fact)
         if not kinds:
-            continue
+            return
         level = "warning" if kinds == ["stale"] else "error"
-        counts[level] += 1
+        self.counts[level] += 1
         freshness = fact.get("freshness")
         key = freshness if isinstance(freshness, (int, float)) else 0.0
-        worst[level].push(key, lambda: {**trim(fact), "_kinds": kinds})
+        self.worst[level].push(key, lambda: {**trim(fact), "_kinds": kinds})
 
-    for violation in report.get("violations") or ():
-        stream.write(command("error", str(violation), title="memwatch gate") + "\n")
-    for level in ("error", "warning"):
-        for fact in worst[level].sorted():
-            props = {"title": f"memwatch: {'/'.join(fact['_kinds'])} memory fact"}
-            target = targets.get(str(fact.get("source") or ""))
-            if target and "://" not in target:
-                props["file"] = target
-            stream.write(command(level, describe(fact), **props) + "\n")
-    summary = report.get("summary") or {}
-    shown = sum(len(h.sorted()) for h in worst.values())
-    stream.write(command(
-        "notice",
-        f"memwatch-overlay: {summary.get('total', 0)} facts, {summary.get('stale', 0)} stale, "
-        f"{summary.get('expired', 0)} expired, {summary.get('contradicted', 0)} contradicted; "
-        f"{shown} of {counts['error'] + counts['warning']} problem facts annotated",
-        title="memwatch audit") + "\n")
+    def close(self) -> None:
+        report, w = self.report, self.stream.write
+        targets = source_targets(report)
+        for violation in report.get("violations") or ():
+            w(command("error", str(violation), title="memwatch gate") + "\n")
+        shown = 0
+        for level in ("error", "warning"):
+            for fact in self.worst[level].sorted():
+                shown += 1
+                props = {"title": f"memwatch: {'/'.join(fact['_kinds'])} memory fact"}
+                target = targets.get(str(fact.get("source") or ""))
+                if target and "://" not in target:
+                    props["file"] = target
+                w(command(level, describe(fact), **props) + "\n")
+        summary = report.get("summary") or {}
+        w(command(
+            "notice",
+            f"memwatch-overlay: {summary.get('total', 0)} facts, {summary.get('stale', 0)} stale, "
+            f"{summary.get('expired', 0)} expired, {summary.get('contradicted', 0)} contradicted; "
+            f"{shown} of {sum(self.counts.values())} problem facts annotated",
+            title="memwatch audit") + "\n")
+
+
+render = GitHubRenderer.render
 
 
 def command(level: str, message: str, **props: str) -> str:

@@ -18,7 +18,8 @@ from typing import Any, Iterable, Mapping, TextIO
 
 from ... import __version__
 from . import svg
-from .digest import (DEFAULT_TOP, HIST_BINS, HORIZONS, SUMMARY_KEYS, Digest, horizon_name,
+from .base import DigestRenderer
+from .digest import (HIST_BINS, HORIZONS, SUMMARY_KEYS, Digest, horizon_name,
                      shorten, stale_ratio)
 
 MAX_CONTRADICTIONS = 500
@@ -48,10 +49,21 @@ svg .val{font-size:10px;text-anchor:middle;fill:#1d2330}
 """
 
 
-def render(report: Mapping[str, Any], stream: TextIO, *, top: int = DEFAULT_TOP,
-           max_contradictions: int = MAX_CONTRADICTIONS) -> None:
-    """Write `report` (the audit JSON contract) to `stream` as one HTML page."""
-    digest = Digest(problem_cap=0, top=top).consume(report.get("facts") or ())
+class HTMLRenderer(DigestRenderer):
+    """One HTML page; options `top` (stalest/soonest facts) and `max_contradictions`."""
+
+    problem_cap = 0
+
+    def write(self, digest: Digest) -> None:
+        cap = self.options.get("max_contradictions", MAX_CONTRADICTIONS)
+        _write(self.report, digest, self.stream, cap)
+
+
+render = HTMLRenderer.render
+
+
+def _write(report: Mapping[str, Any], digest: Digest, stream: TextIO,
+           max_contradictions: int) -> None:
     w = stream.write
     w('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
       '<meta name="viewport" content="width=device-width, initial-scale=1">'

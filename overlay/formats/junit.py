@@ -15,15 +15,25 @@ from datetime import datetime, timezone
 from typing import Any, Mapping, TextIO
 from xml.etree import ElementTree as ET
 
-from .digest import DEFAULT_PROBLEM_CAP, Digest, describe, problems, source_targets
+from .base import DigestRenderer
+from .digest import Digest, describe, problems, source_targets
 
 GATE_SUITE = "memwatch.gate"
 
 
-def render(report: Mapping[str, Any], stream: TextIO, *,
-           problem_cap: int = DEFAULT_PROBLEM_CAP) -> None:
-    """Write `report` (the audit JSON contract) to `stream` as JUnit XML."""
-    digest = Digest(problem_cap=problem_cap, top=0).consume(report.get("facts") or ())
+class JUnitRenderer(DigestRenderer):
+    """JUnit XML; option `problem_cap`: facts listed per test case."""
+
+    top = 0
+
+    def write(self, digest: Digest) -> None:
+        _write(self.report, digest, self.stream)
+
+
+render = JUnitRenderer.render
+
+
+def _write(report: Mapping[str, Any], digest: Digest, stream: TextIO) -> None:
     targets = source_targets(report)
     as_of = str(report.get("as_of") or "")
     root = ET.Element("testsuites", name="memwatch-overlay")

@@ -12,14 +12,26 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping, TextIO
 
-from .digest import DEFAULT_TOP, SUMMARY_KEYS, Digest, shorten, stale_ratio
+from .base import DigestRenderer
+from .digest import SUMMARY_KEYS, Digest, shorten, stale_ratio
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 
 
-def render(report: Mapping[str, Any], stream: TextIO, *, top: int = DEFAULT_TOP) -> None:
-    """Write `report` (the audit JSON contract) to `stream` as Markdown."""
-    digest = Digest(problem_cap=0, top=top).consume(report.get("facts") or ())
+class MarkdownRenderer(DigestRenderer):
+    """Markdown; option `top`: stalest facts and contradictions listed."""
+
+    problem_cap = 0
+
+    def write(self, digest: Digest) -> None:
+        _write(self.report, digest, self.stream)
+
+
+render = MarkdownRenderer.render
+
+
+def _write(report: Mapping[str, Any], digest: Digest, stream: TextIO) -> None:
+    top = digest.top
     summary = report.get("summary") or {}
     w = stream.write
     status = {True: "passed", False: "FAILED"}.get(report.get("passed"), "not evaluated")

@@ -19,6 +19,7 @@ from typing import Any, Mapping, TextIO
 from urllib.parse import quote
 
 from ... import __version__
+from .base import Renderer
 from .digest import describe, problems, safe_target, shorten, source_targets
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -39,40 +40,52 @@ RULES = {
 }
 
 
-def render(report: Mapping[str, Any], stream: TextIO, *, max_results: int = MAX_RESULTS,
-           root: str | Path | None = None) -> None:
-    """Write `report` (the audit JSON contract) to `stream` as a SARIF 2.1.0 log.
+class SarifRenderer(Renderer):
+    """SARIF 2.1.0, written as the facts arrive. Options: `max_results`, `root`.
 
     `root` is the folder store paths are made relative to (default: the current one),
     so code-scanning services can match them to files of the repository.
     """
-    targets = source_targets(report)
-    evidence = _evidence_by_older(report.get("contradictions") or ())
-    base = Path(root) if root is not None else Path.cwd()
-    head = {"$schema": SCHEMA_URI, "version": "2.1.0"}
-    stream.write(json.dumps(head)[:-1] + ', "runs": [{\n"tool": ')
-    stream.write(json.dumps(_tool()))
-    stream.write(',\n"results": [')
-    written = omitted = 0
-    for fact in report.get("facts") or ():
+
+    def __init__(self, report: Mapping[str, Any], stream: TextIO, *,
+                 max_results: int = MAX_RESULTS, root: str | Path | None = None):
+        super().__init__(report, stream)
+        self.max_results = max_results
+        self.base = Path(root) if root is not None else Path.cwd()
+        self.targets = source_targets(report)
+        self.evidence = _evidence_by_older(report.get("contradictions") or ())
+        self.written = self.omitted = 0
+        head = {"$schema": SCHEMA_URI, "version": "2.1.0"}
+        stream.write(json.dumps(head)[:-1] + ', "runs": [{\n"tool": ')
+        stream.write(json.dumps(_tool()))
+        stream.write(',\n"results": [')
+
+    def add(self, fact: Mapping[str, Any]) -> None:
         for kind in problems(fact):
-            if written >= max_results:
-                omitted += 1
+            if self.written >= self.max_results:
+                self.omitted += 1
                 continue
-            result = _result(fact, kind, targets, evidence, base)
-            stream.write(("\n" if written == 0 else ",\n") + json.dumps(result, ensure_ascii=False))
-            written += 1
-    stream.write("\n],\n")
-    invocation = {"executionSuccessful": True}
-    if report.get("as_of"):
-        invocation["properties"] = {"as_of": str(report["as_of"])}
-    stream.write('"invocations": ' + json.dumps([invocation]) + ",\n")
-    props = {"passed": report.get("passed"), "summary": report.get("summary") or {},
-             "thresholds": report.get("thresholds") or {},
-             "violations": list(report.get("violations") or ()),
-             "omitted_results": omitted}
-    stream.write('"properties": ' + json.dumps(props, ensure_ascii=False, default=str))
-    stream.write("\n}]}\n")
+            result = _result(fact, kind, self.targets, self.evidence, self.base)
+            sep = "\n" if self.written == 0 else ",\n"
+            self.stream.write(sep + json.dumps(result, ensure_ascii=False))
+            self.written += 1
+
+    def close(self) -> None:
+        report, w = self.report, self.stream.write
+        w("\n],\n")
+        invocation = {"executionSuccessful": True}
+        if report.get("as_of"):
+            invocation["properties"] = {"as_of": str(report["as_of"])}
+        w('"invocations": ' + json.dumps([invocation]) + ",\n")
+        props = {"passed": report.get("passed"), "summary": report.get("summary") or {},
+                 "thresholds": report.get("thresholds") or {},
+                 "violations": list(report.get("violations") or ()),
+                 "omitted_results": self.omitted}
+        w('"properties": ' + json.dumps(props, ensure_ascii=False, default=str))
+        w("\n}]}\n")
+
+
+render = SarifRenderer.render
 
 
 def _tool() -> dict:
