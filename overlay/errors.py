@@ -19,6 +19,11 @@ class MemwatchError(Exception):
     """Base of every error the CLI reports as one line with exit code 2."""
 
     exit_status = ExitStatus.BAD_INPUT
+    hint: str | None = None   # optional extra lines the CLI prints after the one-line error
+
+    def with_hint(self, hint: str) -> "MemwatchError":
+        self.hint = hint
+        return self
 
 
 class ConfigError(MemwatchError):

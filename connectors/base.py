@@ -1,0 +1,111 @@
+"""What every connector yields and promises.
+
+A connector opens a source read-only, yields `Record`s (one per memory, streamed,
+never a list of the whole store), and reports how many source rows it read so tests
+can assert that work follows change, not store size.
+"""
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Iterator
+
+from ..rules.config import SourceConfig
+
+STATUS_ACTIVE = "active"
+STATUS_DELETED = "deleted"          # the source itself deleted or soft-deleted it
+STATUS_CONTRADICTED = "contradicted"
+
+
+@dataclass
+class Record:
+    """One memory as read from a source, before the overlay scores it.
+
+    `pk` holds the source's own primary-key values as text (for JSON sources, the
+    record's path). Times are epoch seconds UTC or None.
+    """
+
+    source: str
+    table: str
+    pk: dict[str, str]
+    text: str
+    subject: str | None = None
+    key: str | None = None
+    created_at: float | None = None
+    updated_at: float | None = None
+    accessed_at: float | None = None
+    access_count: int = 0
+    category: str | None = None
+    expires_at: float | None = None     # an expiry the source records itself
+    status: str = STATUS_ACTIVE
+    replaced_by: dict[str, str] | None = None   # pk (same table) of a newer record the source says replaces this one
+    replaced_note: str | None = None
+
+    @property
+    def ref(self) -> str:
+        return make_ref(self.source, self.table, self.pk)
+
+    @property
+    def learned_at(self) -> float | None:
+        """When the memory was (re-)learned: updated_at counts as re-learned."""
+        times = [t for t in (self.created_at, self.updated_at) if t is not None]
+        return max(times) if times else None
+
+
+def make_ref(source: str, table: str, pk: dict[str, str]) -> str:
+    """`source:table:pk1[:pk2…]`, the id reports and contradictions use."""
+    return ":".join([source, table, *[str(v) for v in pk.values()]])
+
+
+@dataclass
+class TableInfo:
+    name: str
+    columns: list[str]
+    pk: list[str] = field(default_factory=list)
+    rowid: bool = True  # SQLite: has an implicit rowid
+
+
+class Connector(abc.ABC):
+    """Base class: `open()`, `read()`, `close()`; also a context manager."""
+
+    kind: ClassVar[str] = ""           # sqlite | json | postgres
+    description: ClassVar[str] = ""
+    preset: ClassVar[str | None] = None  # set on preset subclasses
+
+    def __init__(self, source: SourceConfig):
+        self.source = source
+        self.rows_read = 0             # source rows read since open (for growth tests and status)
+        self.warnings: list[str] = []  # per-row problems (bad timestamp...), capped
+        self.cursor: dict[str, Any] | None = None  # position after the last read()
+
+    def __enter__(self):
+        self.open()
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @abc.abstractmethod
+    def open(self) -> None:
+        """Open read-only; raise ConnectorError with a clear message if impossible."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        ...
+
+    @abc.abstractmethod
+    def read(self, cursor: dict[str, Any] | None = None) -> Iterator[Record]:
+        """Yield records changed since `cursor` (all of them when None).
+
+        After the iterator is exhausted, `self.cursor` holds the position to pass
+        next time. `full` reads (cursor None) see every live record, so the caller
+        can mark the ones it no longer sees as deleted in the source.
+        """
+
+    def describe(self) -> list[TableInfo]:
+        """Tables and columns the source holds (for detection and error messages)."""
+        return []
+
+    def warn(self, message: str, limit: int = 50) -> None:
+        if len(self.warnings) < limit:
+            self.warnings.append(message)

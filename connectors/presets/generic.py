@@ -1,0 +1,61 @@
+"""A generic single table: one text-like column and one timestamp-like column.
+
+The fallback for home-made stores: a table whose column names say "this is the
+memory" (`fact`, `memory`, `content`, `text`, …) and "this is when" (`created_at`, …).
+"""
+from __future__ import annotations
+
+from ..sqlite import SqliteConnector
+from . import Match
+
+TEXT_NAMES = ("fact_value", "memory", "fact", "content", "text", "value", "note", "observation",
+              "summary", "message", "body", "data")
+CREATED_NAMES = ("created_at", "created", "timestamp", "ts", "time", "datetime", "date", "inserted_at",
+                 "added_at", "learned_at")
+UPDATED_NAMES = ("updated_at", "updated", "modified_at", "last_modified")
+ACCESSED_NAMES = ("accessed_at", "last_accessed", "last_used", "last_seen", "last_access")
+COUNT_NAMES = ("access_count", "hits", "uses", "use_count", "hit_count")
+SUBJECT_NAMES = ("user_id", "user", "subject", "owner", "namespace", "agent_id", "session_id")
+KEY_NAMES = ("fact_key", "key", "name", "slot", "attribute")
+CATEGORY_NAMES = ("category", "kind", "type", "memory_type")
+EXPIRES_NAMES = ("expires_at", "expiry", "expiration_date", "valid_until")
+
+
+def _pick(columns, names, exclude=()):
+    lowered = {c.lower(): c for c in columns if c not in exclude}
+    for name in names:
+        if name in lowered:
+            return lowered[name]
+    return None
+
+
+class GenericTable(SqliteConnector):
+    preset = "generic"
+    description = "Any table with a memory-text column and a timestamp column"
+    defaults: dict = {}
+
+    @classmethod
+    def match(cls, tables):
+        best = None
+        for t in tables:
+            text = _pick(t.columns, TEXT_NAMES)
+            created = _pick(t.columns, CREATED_NAMES)
+            if not text or not created:
+                continue
+            mapping = {"table": t.name, "text": text, "created_at": created}
+            if t.pk:
+                mapping["id"] = list(t.pk)
+            used = {text, created}
+            for key, names in (("updated_at", UPDATED_NAMES), ("accessed_at", ACCESSED_NAMES),
+                               ("access_count", COUNT_NAMES), ("subject", SUBJECT_NAMES),
+                               ("key", KEY_NAMES), ("category", CATEGORY_NAMES),
+                               ("expires_at", EXPIRES_NAMES)):
+                col = _pick(t.columns, names, exclude=used)
+                if col:
+                    mapping[key] = col
+                    used.add(col)
+            reasons = [f"table {t.name!r}: text column {text!r}, timestamp column {created!r}"]
+            score = 0.3 + 0.02 * len(mapping)
+            if best is None or score > best.score:
+                best = Match(cls.preset, score, reasons, mapping)
+        return best

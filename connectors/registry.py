@@ -1,0 +1,96 @@
+"""One registry of connectors and presets: built-ins plus an entry-point group.
+
+Third-party connectors register under the entry-point group
+`memwatch_overlay.connectors.v1` (name -> Connector subclass); they are loaded lazily,
+only when a config names one, and a broken plugin is reported, not fatal to others.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import warnings
+from importlib.metadata import entry_points
+
+from ..overlay.errors import ConfigError
+from ..rules.config import SourceConfig
+from .base import Connector
+
+ENTRY_POINT_GROUP = "memwatch_overlay.connectors.v1"
+
+# kind -> "module:Class", imported on first use so optional extras stay optional.
+BUILTIN_CONNECTORS = {
+    "sqlite": "memwatch_overlay.connectors.sqlite:SqliteConnector",
+    "json": "memwatch_overlay.connectors.json_file:JsonConnector",
+    "postgres": "memwatch_overlay.connectors.postgres:PostgresConnector",
+}
+# preset name -> "module:Class"; each class has `preset`, `kind`, `defaults`, `match()`.
+BUILTIN_PRESETS = {
+    "langgraph": "memwatch_overlay.connectors.presets.langgraph:LangGraphSqliteStore",
+    "mem0": "memwatch_overlay.connectors.presets.mem0:Mem0History",
+    "memlife": "memwatch_overlay.connectors.presets.memlife:MemlifeFacts",
+    "openai-agents": "memwatch_overlay.connectors.presets.openai_agents:OpenAIAgentsSession",
+    "crewai": "memwatch_overlay.connectors.presets.crewai:CrewAILongTermMemory",
+    "generic": "memwatch_overlay.connectors.presets.generic:GenericTable",
+}
+
+
+def _load(spec: str):
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def available_presets() -> dict[str, type]:
+    """Preset classes that import on this install (a missing module is skipped)."""
+    out = {}
+    for name, spec in BUILTIN_PRESETS.items():
+        try:
+            out[name] = _load(spec)
+        except ImportError:
+            continue
+    return out
+
+
+def preset_class(name: str, field_name: str = "preset") -> type:
+    if name not in BUILTIN_PRESETS:
+        raise ConfigError(f"unknown preset {name!r} (known: {', '.join(BUILTIN_PRESETS)})", field=field_name)
+    try:
+        return _load(BUILTIN_PRESETS[name])
+    except ImportError as exc:
+        raise ConfigError(f"preset {name!r} is not available: {exc}", field=field_name) from None
+
+
+def connector_class(kind: str) -> type:
+    if kind in BUILTIN_CONNECTORS:
+        try:
+            return _load(BUILTIN_CONNECTORS[kind])
+        except ImportError as exc:
+            extra = {"postgres": " (install the [postgres] extra: pip install 'memwatch-overlay[postgres]')"}
+            raise ConfigError(f"connector {kind!r} is not available: {exc}{extra.get(kind, '')}",
+                              field="connector") from None
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name == kind:
+            try:
+                return ep.load()
+            except Exception as exc:  # a broken plugin must not take the tool down
+                warnings.warn(f"connector plugin {kind!r} failed to load: {exc}")
+                break
+    raise ConfigError(f"unknown connector {kind!r}", field="connector")
+
+
+def with_preset_defaults(source: SourceConfig, defaults: dict) -> SourceConfig:
+    """Fill the keys the user left unset from a preset's mapping."""
+    values = {}
+    for key, value in defaults.items():
+        current = getattr(source, key)
+        if current in (None, [], ""):
+            values[key] = list(value) if isinstance(value, (list, tuple)) else value
+    return dataclasses.replace(source, **values)
+
+
+def make_connector(source: SourceConfig) -> Connector:
+    """The connector (or preset subclass) for one [[sources]] entry."""
+    if source.preset:
+        cls = preset_class(source.preset)
+        source = with_preset_defaults(source, getattr(cls, "defaults", {}))
+        return cls(source)
+    return connector_class(source.connector)(source)

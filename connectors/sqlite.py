@@ -1,0 +1,252 @@
+"""SQLite sources, opened read-only: `file:…?mode=ro` with a busy timeout and `query_only`.
+
+Never `immutable=1` (a live bot writes this file) and never a long-held transaction:
+each read() is one statement whose cursor is drained and closed before it returns.
+"""
+from __future__ import annotations
+
+import sqlite3
+import urllib.parse
+from pathlib import Path
+from typing import Any, Iterator
+
+from sqlglot import exp
+
+from ..overlay.errors import ConnectorError
+from ..overlay.timeparse import parse_timestamp
+from ..rules.config import MAPPING_KEYS, SourceConfig
+from . import sqlguard
+from .base import Connector, Record, TableInfo
+from .paths import get_path, split_column_path
+
+DEFAULT_BUSY_TIMEOUT = 5.0   # seconds a read waits for a writer's lock
+FETCH_BATCH = 1000
+ROWID = "__mw_rowid__"
+TIME_FIELDS = ("created_at", "updated_at", "accessed_at", "expires_at")
+
+
+def open_readonly(path: Path, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> sqlite3.Connection:
+    """A read-only connection that cannot write even by mistake."""
+    if not path.exists():
+        raise ConnectorError(f"{path}: no such file")
+    if path.is_dir():
+        raise ConnectorError(f"{path}: is a directory, not a SQLite file")
+    uri = "file:" + urllib.parse.quote(str(path.resolve())) + "?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=busy_timeout, check_same_thread=False)
+        conn.execute("PRAGMA query_only = 1")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise ConnectorError(f"{path}: not a readable SQLite database ({exc})") from None
+    return conn
+
+
+def list_tables(conn: sqlite3.Connection) -> list[TableInfo]:
+    out = []
+    rows = conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type IN ('table', 'view') "
+        "AND name NOT LIKE 'sqlite_%' ORDER BY name").fetchall()
+    for name, sql in rows:
+        info = conn.execute("SELECT name, pk FROM pragma_table_info(?)", (name,)).fetchall()
+        cols = [c for c, _ in info]
+        pk = [c for c, n in sorted((r for r in info if r[1]), key=lambda r: r[1])]
+        without_rowid = bool(sql and "WITHOUT ROWID" in sql.upper())
+        is_view = sql is not None and sql.lstrip().upper().startswith("CREATE VIEW")
+        out.append(TableInfo(name, cols, pk, rowid=not without_rowid and not is_view))
+    return out
+
+
+class SqliteConnector(Connector):
+    """A table (or one read-only SELECT) of a SQLite file, mapped by memwatch.toml."""
+
+    kind = "sqlite"
+    description = "SQLite file: a table or a read-only SELECT, columns mapped in memwatch.toml"
+    dialect = "sqlite"
+
+    def __init__(self, source: SourceConfig, busy_timeout: float = DEFAULT_BUSY_TIMEOUT):
+        super().__init__(source)
+        self.busy_timeout = busy_timeout
+        self.conn: sqlite3.Connection | None = None
+        self._tables: list[TableInfo] | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def open(self) -> None:
+        path = self.source.resolved_path
+        if path is None:
+            raise ConnectorError(f"source {self.source.name!r}: no path given")
+        self.conn = open_readonly(path, self.busy_timeout)
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    def describe(self) -> list[TableInfo]:
+        if self._tables is None:
+            self._tables = list_tables(self.conn)
+        return self._tables
+
+    def table_info(self, name: str) -> TableInfo:
+        for t in self.describe():
+            if t.name == name or t.name.lower() == name.lower():
+                return t
+        seen = ", ".join(t.name for t in self.describe()) or "none"
+        raise ConnectorError(f"{self.source.target}: no table {name!r} (tables: {seen})")
+
+    # -- reading -----------------------------------------------------------------------
+    @property
+    def table_name(self) -> str:
+        return self.source.table or "query"
+
+    def query_columns(self) -> list[str]:
+        """Columns the mapping may name: the table's, or the query's result columns."""
+        if self.source.query is not None:
+            stmt = sqlguard.select_rows(None, self.source.query, [], self.dialect)
+            stmt = stmt.select("*", append=False).limit(0)
+            cur = self._execute(stmt.sql(dialect=self.dialect), ())
+            cols = [d[0] for d in cur.description]
+            cur.close()
+            return cols
+        if not self.source.table:
+            raise ConnectorError(f"source {self.source.name!r}: give `table` or `query` in its [[sources]] entry")
+        return self.table_info(self.source.table).columns
+
+    def pk_columns(self, columns: list[str]) -> list[str]:
+        if self.source.id:
+            return self.source.id
+        if self.source.table:
+            info = self.table_info(self.source.table)
+            if info.pk:
+                return info.pk
+            if info.rowid:
+                return [ROWID]
+        raise ConnectorError(f"source {self.source.name!r}: set `id` (the primary-key column(s))")
+
+    def mapping(self, columns: list[str]) -> dict[str, tuple[str, list]]:
+        """mapping key -> (column, json path), checked against the real columns."""
+        out = {}
+        if not self.source.text:
+            raise ConnectorError(f"source {self.source.name!r}: `text` (the memory's column) is not mapped")
+        for key in MAPPING_KEYS:
+            value = getattr(self.source, key)
+            if value is None:
+                continue
+            try:
+                col, path = split_column_path(value, columns)
+            except ValueError as exc:
+                raise ConnectorError(f"source {self.source.name!r}: {key} = {value!r}: {exc}") from None
+            if col not in columns:
+                raise ConnectorError(
+                    f"source {self.source.name!r}: {key} = {value!r}: no column {col!r} in "
+                    f"{self.table_name} (columns: {', '.join(columns)})")
+            out[key] = (col, path)
+        return out
+
+    def _execute(self, sql: str, params: tuple) -> sqlite3.Cursor:
+        try:
+            return self.conn.execute(sql, params)
+        except sqlite3.OperationalError as exc:
+            raise ConnectorError(f"{self.source.target}: {exc}") from None
+        except sqlite3.DatabaseError as exc:
+            raise ConnectorError(f"{self.source.target}: unreadable ({exc})") from None
+
+    def iter_rows(self, sql: str, params: tuple = ()) -> Iterator[dict[str, Any]]:
+        """Stream rows as dicts, FETCH_BATCH at a time; counts rows_read."""
+        cur = self._execute(sql, params)
+        names = [d[0] for d in cur.description]
+        try:
+            while True:
+                try:
+                    batch = cur.fetchmany(FETCH_BATCH)
+                except sqlite3.DatabaseError as exc:
+                    raise ConnectorError(f"{self.source.target}: read failed ({exc})") from None
+                if not batch:
+                    break
+                self.rows_read += len(batch)
+                for row in batch:
+                    yield dict(zip(names, row))
+        finally:
+            cur.close()
+
+    def build_select(self, cursor: dict | None) -> tuple[str, tuple, list[str]]:
+        columns = self.query_columns()
+        mapping = self.mapping(columns)
+        pks = self.pk_columns(columns)
+        wanted = []
+        for col in [*(p for p in pks if p != ROWID), *(c for c, _ in mapping.values())]:
+            if col not in wanted:
+                wanted.append(col)
+        use_rowid = self.source.query is None and self.table_info(self.source.table).rowid
+        extra = [sqlguard.sqlglot_rowid()] if use_rowid else []
+        stmt = sqlguard.select_rows(self.source.table, self.source.query, wanted, self.dialect,
+                                    where=self.source.where, extra=extra)
+        params: tuple = ()
+        if use_rowid:
+            if cursor and cursor.get("rowid") is not None:
+                stmt = stmt.where(exp.GT(this=exp.column("rowid"), expression=exp.Placeholder()))
+                params = (int(cursor["rowid"]),)
+            stmt = stmt.order_by(exp.column("rowid"))
+        return stmt.sql(dialect=self.dialect), params, pks
+
+    def read(self, cursor: dict | None = None) -> Iterator[Record]:
+        sql, params, pks = self.build_select(cursor)
+        mapping = self.mapping(self.query_columns())
+        last_rowid = (cursor or {}).get("rowid")
+        for row in self.iter_rows(sql, params):
+            if ROWID in row:
+                last_rowid = row[ROWID]
+            rec = self.row_to_record(row, pks, mapping)
+            if rec is not None:
+                yield rec
+        self.cursor = {"rowid": last_rowid}
+
+    # -- row -> Record -------------------------------------------------------------------
+    def field(self, row: dict, mapping: dict, key: str) -> Any:
+        if key not in mapping:
+            return None
+        col, path = mapping[key]
+        value = row.get(col)
+        return get_path(value, path) if path else value
+
+    def row_to_record(self, row: dict, pks: list[str], mapping: dict) -> Record | None:
+        text = self.field(row, mapping, "text")
+        if isinstance(text, (bytes, bytearray)):
+            text = text.decode("utf-8", "replace")
+        if text is None or (isinstance(text, str) and not text.strip()):
+            return None
+        pk = {p: _pk_text(row.get(p)) for p in pks}
+        times = {}
+        for key in TIME_FIELDS:
+            raw = self.field(row, mapping, key)
+            try:
+                times[key] = parse_timestamp(raw)
+            except ValueError:
+                self.warn(f"{self.table_name} {pk}: {key} {raw!r} is not a timestamp; ignored")
+                times[key] = None
+        count = self.field(row, mapping, "access_count")
+        try:
+            count = int(count or 0)
+        except (TypeError, ValueError):
+            count = 0
+        return Record(
+            source=self.source.name, table=self.table_name, pk=pk,
+            text=text if isinstance(text, str) else str(text),
+            subject=_opt_text(self.field(row, mapping, "subject")),
+            key=_opt_text(self.field(row, mapping, "key")),
+            category=_opt_text(self.field(row, mapping, "category")),
+            access_count=count, **times)
+
+
+def _pk_text(value: Any) -> str:
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", "replace")
+    return "" if value is None else str(value)
+
+
+def _opt_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, (bytes, bytearray)):
+        value = bytes(value).decode("utf-8", "replace")
+    value = str(value) if not isinstance(value, str) else value
+    return value or None

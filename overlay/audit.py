@@ -1,0 +1,190 @@
+"""`audit`: sync the chosen sources into the overlay at `--as-of`, then judge the result.
+
+The result is streamed: the summary comes from one SQL aggregate, the facts from a
+cursor over the overlay, so a million-fact audit never holds its facts in memory.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Callable, Iterator
+
+from ..connectors.detect import detect, source_from_detection
+from ..rules.config import Config, SourceConfig
+from . import gate
+from .errors import ConfigError
+from .store import OverlayStore
+from .sync import SyncEngine, SyncStats
+from .timeparse import to_iso
+
+REPORT_VERSION = 1
+
+
+def resolve_sources(target: str | None, config: Config | None, source_name: str | None = None,
+                    overlay: OverlayStore | None = None) -> tuple[Config, list[SourceConfig]]:
+    """Which sources an audit reads: TARGET alone (detected), the config's, or both."""
+    if config is None:
+        if not target:
+            raise ConfigError("give a TARGET (store file or postgresql:// DSN) or --config", field="TARGET")
+        source = source_from_detection(detect(target), name=_zero_config_name(target, overlay))
+        return Config(), [source]
+    if target is None:
+        if not config.sources:
+            raise ConfigError("the config has no [[sources]]; add one or give a TARGET", field="sources",
+                              path=str(config.path))
+        chosen = [config.source(source_name)] if source_name else config.sources
+        return config, chosen
+    if source_name:
+        source = config.source(source_name)
+    elif len(config.sources) == 1:
+        source = config.sources[0]
+    elif not config.sources:
+        source = source_from_detection(detect(target), name=_zero_config_name(target, overlay))
+        return config, [source]
+    else:
+        raise ConfigError("the config has several sources; name one with --source", field="--source")
+    if target.startswith(("postgresql://", "postgres://")):
+        source = dataclasses.replace(source, dsn=target, dsn_env=None, path=None)
+    else:
+        source = dataclasses.replace(source, path=str(Path(target).resolve()))
+    return config, [source]
+
+
+def _zero_config_name(target: str, overlay: OverlayStore | None) -> str:
+    """A stable source name for a detected store: its file stem, made unique per path."""
+    if target.startswith(("postgresql://", "postgres://")):
+        stem = target.rsplit("/", 1)[-1].split("?")[0] or "postgres"
+        return stem
+    path = Path(target).resolve()
+    name = path.stem
+    if overlay is not None:
+        row = overlay.source_row(name)
+        if row is not None and row["target"] != str(path):
+            name = f"{name}-{hashlib.blake2b(str(path).encode(), digest_size=3).hexdigest()}"
+    return name
+
+
+@dataclasses.dataclass
+class AuditResult:
+    """What an audit found; `header()` and `iter_facts()` give the JSON contract."""
+
+    store: OverlayStore
+    engine: SyncEngine
+    as_of: float
+    source_ids: list[int]
+    sources: list[SourceConfig]
+    thresholds: dict
+    stats: list[SyncStats]
+    summary: dict = dataclasses.field(default_factory=dict)
+    violations: list[gate.Violation] = dataclasses.field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.violations
+
+    def by(self, group: str) -> dict[str, dict]:
+        return self.store.summary(self.source_ids, group_by=group)
+
+    def header(self) -> dict:
+        return {"version": REPORT_VERSION, "as_of": to_iso(self.as_of), "passed": self.passed,
+                "summary": self.summary, "thresholds": self.thresholds,
+                "violations": [v.message for v in self.violations],
+                "sources": [{"name": s.name, "connector": s.connector, "preset": s.preset,
+                             "target": s.target} for s in self.sources]}
+
+    def iter_facts(self, order: str = "f.id") -> Iterator[dict]:
+        for row in self.store.iter_fact_rows(self.source_ids, order=order):
+            yield fact_dict(row)
+
+    def contradictions(self) -> Iterator[dict]:
+        return self.store.iter_contradictions(self.source_ids)
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def fact_dict(row) -> dict:
+    """One overlay row in the audit JSON contract's `facts[]` shape."""
+    return {
+        "source": row["source_name"], "table": row["tbl"], "pk": json.loads(row["pk"]), "ref": row["ref"],
+        "subject": row["subject"], "key": row["key"], "text": row["text"], "category": row["category"],
+        "created_at": to_iso(row["created_at"]), "updated_at": to_iso(row["updated_at"]),
+        "age_days": row["age_days"], "freshness": row["freshness"], "label": row["label"],
+        "days_left": row["days_left"], "days_until_expired": row["days_until_expired"],
+        "expires_at": to_iso(row["expires_at"]), "expired_by": row["expired_by"],
+        "status": row["status"],
+        "contradicted_by": row["contradicted_by"].split("\x1f") if row["contradicted_by"] else [],
+        "first_seen": to_iso(row["first_seen"]),
+    }
+
+
+def open_overlay(config: Config | None, overlay_path: str | None) -> OverlayStore:
+    if overlay_path:
+        return OverlayStore(overlay_path)
+    cfg = config or Config()
+    return OverlayStore(cfg.resolved_overlay_path())
+
+
+def judge(result: AuditResult, config: Config) -> None:
+    """Fill the summary and the gate's violations (overall, per category, per source)."""
+    result.summary = result.store.summary(result.source_ids)
+    result.violations = gate.evaluate(result.summary, result.thresholds)
+
+
+def audit(target: str | None = None, config: Config | None = None, *, as_of: float | None = None,
+          overlay_path: str | None = None, source_name: str | None = None,
+          thresholds: dict | None = None, detector=None,
+          on_progress: Callable[[str, int], None] | None = None) -> AuditResult:
+    """Sync the chosen sources fully at `as_of` and return the judged result.
+
+    Example:
+        result = audit("my_agent.db", as_of=parse_as_of("2026-11-29"))
+        print(result.summary["stale"], result.passed)
+    """
+    as_of = time.time() if as_of is None else as_of
+    store = open_overlay(config, overlay_path)
+    try:
+        cfg, sources = resolve_sources(target, config, source_name, store)
+        engine = SyncEngine(store, cfg, detector=detector)
+        stats = []
+        for source in sources:
+            progress = (lambda n, name=source.name: on_progress(name, n)) if on_progress else None
+            stats.append(engine.sync(source, as_of=as_of, full=True, on_progress=progress))
+        ids = [store.source_row(s.name)["id"] for s in sources]
+        engine.rescore(as_of, ids)
+        result = AuditResult(store, engine, as_of, ids, sources,
+                             gate.merge_thresholds(cfg.ci, thresholds or {}), stats)
+        judge(result, cfg)
+        store.record_run("audit", as_of, [s.name for s in sources], result.passed, result.summary)
+        return result
+    except BaseException:
+        store.close()
+        raise
+
+
+def overlay_report(config: Config | None, *, overlay_path: str | None = None, as_of: float | None = None,
+                   source_name: str | None = None, thresholds: dict | None = None) -> AuditResult:
+    """`report`: the overlay's current state, rescored at `as_of`, without reading any source."""
+    as_of = time.time() if as_of is None else as_of
+    store = open_overlay(config, overlay_path)
+    try:
+        cfg = config or Config()
+        rows = store.sources()
+        if source_name:
+            rows = [r for r in rows if r["name"] == source_name]
+        ids = [r["id"] for r in rows]
+        engine = SyncEngine(store, cfg)
+        engine.rescore(as_of, ids)
+        sources = [SourceConfig(name=r["name"], connector=r["connector"], preset=r["preset"],
+                                path=r["target"] if r["connector"] != "postgres" else None,
+                                dsn=r["target"] if r["connector"] == "postgres" else None) for r in rows]
+        result = AuditResult(store, engine, as_of, ids, sources,
+                             gate.merge_thresholds(cfg.ci, thresholds or {}), [])
+        judge(result, cfg)
+        return result
+    except BaseException:
+        store.close()
+        raise

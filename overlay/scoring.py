@@ -1,0 +1,134 @@
+"""Freshness scoring: the design's Ebbinghaus formula, kept exact.
+
+    decay_factor  = 0.5 ** (1 / half_life_days)
+    base_score    = decay_factor ** days_since_learned      (learned = max(created, updated))
+    access_boost  = ln(1 + access_count) * 0.05
+    recency_boost = 0.1 * decay_factor ** days_since_last_access   (0 when never accessed)
+    freshness     = min(1.0, base_score + access_boost + recency_boost)
+
+Labels: fresh >= 0.8, aging >= 0.5, stale >= 0.3, expired below (configurable).
+A category's `ttl_days`, or an expiry the store itself records, makes a fact
+`expired` whatever its score. Everything here is a pure function of its inputs.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+DAY = 86400.0
+
+DEFAULT_HALF_LIVES = {
+    "employment": 180,
+    "location": 365,
+    "contact": 730,
+    "preference": 365,
+    "relationship": 730,
+    "skill": 1095,
+    "belief": 365,
+    "fact": 3650,
+    "general": 365,
+}
+DEFAULT_CATEGORY = "general"
+LABELS = ("fresh", "aging", "stale", "expired")
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    fresh: float = 0.8
+    aging: float = 0.5
+    stale: float = 0.3
+
+
+@dataclass(frozen=True)
+class CategoryPolicy:
+    half_life_days: float
+    ttl_days: float | None = None
+
+
+@dataclass(frozen=True)
+class Score:
+    freshness: float
+    label: str
+    age_days: float
+    days_left: float | None          # until the label drops below fresh (None: never)
+    days_until_expired: float | None  # until the label becomes expired (None: never)
+    expired_by: str | None = None    # "ttl" | "source" when a hard expiry decided the label
+
+
+def decay_factor(half_life_days: float) -> float:
+    return 0.5 ** (1.0 / half_life_days)
+
+
+def freshness(days_since_learned: float, half_life_days: float, access_count: int = 0,
+              days_since_access: float | None = None) -> float:
+    """The formula above; negative ages (clock skew) count as 0."""
+    d = decay_factor(half_life_days)
+    base = d ** max(0.0, days_since_learned)
+    boost = math.log1p(max(0, access_count or 0)) * 0.05
+    recency = 0.1 * d ** max(0.0, days_since_access) if days_since_access is not None else 0.0
+    return min(1.0, base + boost + recency)
+
+
+def label_for(value: float, thresholds: Thresholds = Thresholds()) -> str:
+    if value >= thresholds.fresh:
+        return "fresh"
+    if value >= thresholds.aging:
+        return "aging"
+    if value >= thresholds.stale:
+        return "stale"
+    return "expired"
+
+
+def days_until_below(threshold: float, days_since_learned: float, half_life_days: float,
+                     access_count: int = 0, days_since_access: float | None = None) -> float | None:
+    """Days from now until freshness falls below `threshold` (closed form).
+
+    freshness(t) = d**t * (d**a + 0.1 * d**s) + boost, so the crossing is
+    t = log_d((threshold - boost) / (d**a + 0.1 * d**s)). None when the access
+    boost alone keeps the fact above the threshold forever.
+    """
+    d = decay_factor(half_life_days)
+    boost = math.log1p(max(0, access_count or 0)) * 0.05
+    if threshold - boost <= 0:
+        return None
+    decaying = d ** max(0.0, days_since_learned)
+    if days_since_access is not None:
+        decaying += 0.1 * d ** max(0.0, days_since_access)
+    if decaying + boost < threshold:
+        return 0.0
+    return max(0.0, math.log((threshold - boost) / decaying) / math.log(d))
+
+
+def score_fact(as_of: float, learned_at: float | None, policy: CategoryPolicy,
+               thresholds: Thresholds = Thresholds(), access_count: int = 0,
+               accessed_at: float | None = None, expires_at: float | None = None) -> Score:
+    """Score one fact at `as_of` (all times epoch seconds UTC).
+
+    `learned_at` None (a store without timestamps) scores as learned at `as_of`.
+    `expires_at` is an expiry the source itself records (LangGraph's expires_at,
+    mem0's expiration_date); past it the fact is expired.
+    """
+    age = max(0.0, (as_of - learned_at) / DAY) if learned_at is not None else 0.0
+    since_access = max(0.0, (as_of - accessed_at) / DAY) if accessed_at is not None else None
+    value = freshness(age, policy.half_life_days, access_count, since_access)
+    label = label_for(value, thresholds)
+    days_left = days_until_below(thresholds.fresh, age, policy.half_life_days, access_count, since_access)
+    until_expired = days_until_below(thresholds.stale, age, policy.half_life_days, access_count, since_access)
+
+    hard_limits = []
+    if policy.ttl_days is not None:
+        hard_limits.append(("ttl", policy.ttl_days - age))
+    if expires_at is not None:
+        hard_limits.append(("source", (expires_at - as_of) / DAY))
+    expired_by = None
+    for reason, remaining in hard_limits:
+        remaining = max(0.0, remaining)
+        days_left = remaining if days_left is None else min(days_left, remaining)
+        until_expired = remaining if until_expired is None else min(until_expired, remaining)
+        if remaining <= 0.0 and expired_by is None:
+            expired_by = reason
+    if expired_by is not None:
+        label = "expired"
+    return Score(round(value, 6), label, round(age, 6),
+                 None if days_left is None else round(days_left, 3),
+                 None if until_expired is None else round(until_expired, 3), expired_by)

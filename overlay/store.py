@@ -1,0 +1,398 @@
+"""The overlay database: memwatch's own state, never inside the watched store.
+
+Why a separate file: the bot's store must never see a schema change, an extra table or
+a lock held by us. Everything memwatch knows (scores, labels, contradictions, cursors,
+run history, write-back before-images) lives here, keyed by the source's own primary
+keys, so deleting the overlay loses nothing of the bot's.
+
+SQLite in WAL mode, integer row ids, batched writes in one transaction per sync.
+The schema is versioned; `MIGRATIONS[i]` takes version i to i+1.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from .errors import OverlayError
+
+MIGRATIONS: list[str] = [
+    # v1: sources, facts, contradictions, runs
+    """
+    CREATE TABLE sources (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        connector TEXT NOT NULL,
+        target TEXT NOT NULL,
+        preset TEXT,
+        cursor_json TEXT,
+        sync_count INTEGER NOT NULL DEFAULT 0,
+        last_sync REAL,
+        last_change REAL,
+        rows_seen INTEGER NOT NULL DEFAULT 0,
+        rows_read_last_sync INTEGER NOT NULL DEFAULT 0,
+        errors INTEGER NOT NULL DEFAULT 0,
+        last_error TEXT
+    );
+    CREATE TABLE facts (
+        id INTEGER PRIMARY KEY,
+        source_id INTEGER NOT NULL REFERENCES sources(id),
+        tbl TEXT NOT NULL,
+        pk TEXT NOT NULL,                -- JSON object of the source's primary-key values (text)
+        ref TEXT NOT NULL,
+        subject TEXT,
+        key TEXT,
+        text TEXT NOT NULL,
+        category TEXT NOT NULL,
+        created_at REAL,
+        updated_at REAL,
+        accessed_at REAL,
+        access_count INTEGER NOT NULL DEFAULT 0,
+        expires_at REAL,                 -- expiry recorded by the source itself
+        refreshed_at REAL,               -- `memwatch-overlay refresh`: re-confirmed by a person
+        content_hash TEXT NOT NULL,
+        first_seen REAL NOT NULL,
+        last_seen REAL NOT NULL,
+        seen_sync INTEGER NOT NULL,      -- sources.sync_count of the last full read that saw it
+        changed_sync INTEGER NOT NULL,   -- sync that last inserted it or changed its content
+        status TEXT NOT NULL DEFAULT 'active',   -- active | contradicted | deleted | forgotten
+        freshness REAL,
+        label TEXT,
+        age_days REAL,
+        days_left REAL,
+        days_until_expired REAL,
+        expired_by TEXT,
+        scored_as_of REAL,
+        UNIQUE (source_id, pk)
+    );
+    CREATE UNIQUE INDEX facts_ref ON facts(ref);
+    CREATE INDEX facts_block ON facts(subject, category);
+    CREATE INDEX facts_changed ON facts(source_id, changed_sync);
+    CREATE TABLE contradictions (
+        id INTEGER PRIMARY KEY,
+        older_id INTEGER NOT NULL REFERENCES facts(id) ON DELETE CASCADE,
+        newer_id INTEGER NOT NULL REFERENCES facts(id) ON DELETE CASCADE,
+        kind TEXT NOT NULL,
+        confidence REAL NOT NULL,
+        evidence TEXT NOT NULL,
+        update_json TEXT,
+        detected_at REAL NOT NULL,
+        UNIQUE (older_id, newer_id)
+    );
+    CREATE INDEX contradictions_newer ON contradictions(newer_id);
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        started_at REAL NOT NULL,
+        as_of REAL NOT NULL,
+        kind TEXT NOT NULL,
+        sources TEXT NOT NULL,
+        passed INTEGER,
+        summary_json TEXT NOT NULL
+    );
+    """,
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+FACT_COLUMNS = ("source_id", "tbl", "pk", "ref", "subject", "key", "text", "category", "created_at",
+                "updated_at", "accessed_at", "access_count", "expires_at", "content_hash",
+                "first_seen", "last_seen", "seen_sync", "changed_sync", "status", "freshness",
+                "label", "age_days", "days_left", "days_until_expired", "expired_by", "scored_as_of")
+# Columns an upsert refreshes; first_seen, refreshed_at and a `forgotten` status survive it.
+_UPSERT_SQL = (
+    f"INSERT INTO facts ({', '.join(FACT_COLUMNS)}) VALUES ({', '.join('?' * len(FACT_COLUMNS))}) "
+    "ON CONFLICT (source_id, pk) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in FACT_COLUMNS
+                if c not in ("source_id", "pk", "first_seen", "changed_sync", "status"))
+    + ", changed_sync = CASE WHEN facts.content_hash = excluded.content_hash "
+      "THEN facts.changed_sync ELSE excluded.changed_sync END"
+    + ", status = CASE WHEN facts.status = 'forgotten' AND facts.content_hash = excluded.content_hash "
+      "THEN 'forgotten' ELSE excluded.status END"
+)
+LIVE = "status IN ('active', 'contradicted')"
+
+
+class OverlayStore:
+    """Opens (and migrates) the overlay database at `path`."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None,
+                                        check_same_thread=False)
+            self.conn.row_factory = sqlite3.Row
+            self.conn.execute("PRAGMA journal_mode = WAL")
+            self.conn.execute("PRAGMA synchronous = NORMAL")
+            self.conn.execute("PRAGMA foreign_keys = ON")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise OverlayError(f"{self.path}: cannot open the overlay database ({exc})") from None
+        except OSError as exc:
+            raise OverlayError(f"{self.path}: cannot create the overlay database ({exc})") from None
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- schema -----------------------------------------------------------------------
+    def _migrate(self) -> None:
+        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise OverlayError(f"{self.path}: overlay schema v{version} is newer than this "
+                               f"memwatch-overlay understands (v{SCHEMA_VERSION}); upgrade it")
+        for i in range(version, SCHEMA_VERSION):
+            with self.transaction():
+                for statement in _split_sql(MIGRATIONS[i]):
+                    self.conn.execute(statement)
+                self.conn.execute(f"PRAGMA user_version = {i + 1}")
+
+    def transaction(self):
+        return _Transaction(self.conn)
+
+    # -- sources ------------------------------------------------------------------------
+    def ensure_source(self, name: str, connector: str, target: str, preset: str | None) -> int:
+        row = self.conn.execute("SELECT id FROM sources WHERE name = ?", (name,)).fetchone()
+        if row:
+            self.conn.execute("UPDATE sources SET connector = ?, target = ?, preset = ? WHERE id = ?",
+                              (connector, target, preset, row[0]))
+            return row[0]
+        cur = self.conn.execute("INSERT INTO sources (name, connector, target, preset) VALUES (?, ?, ?, ?)",
+                                (name, connector, target, preset))
+        return cur.lastrowid
+
+    def source_row(self, name: str) -> sqlite3.Row | None:
+        return self.conn.execute("SELECT * FROM sources WHERE name = ?", (name,)).fetchone()
+
+    def sources(self) -> list[sqlite3.Row]:
+        return self.conn.execute("SELECT * FROM sources ORDER BY name").fetchall()
+
+    def begin_sync(self, source_id: int) -> int:
+        """Next sync number of a source (stored by finish_sync)."""
+        return self.conn.execute("SELECT sync_count FROM sources WHERE id = ?", (source_id,)).fetchone()[0] + 1
+
+    def finish_sync(self, source_id: int, sync_no: int, cursor: dict | None, rows_read: int,
+                    changed: int, now: float) -> None:
+        rows_seen = self.conn.execute(f"SELECT count(*) FROM facts WHERE source_id = ? AND {LIVE}",
+                                      (source_id,)).fetchone()[0]
+        self.conn.execute(
+            "UPDATE sources SET sync_count = ?, cursor_json = ?, last_sync = ?, rows_seen = ?, "
+            "rows_read_last_sync = ?, last_change = CASE WHEN ? > 0 THEN ? ELSE last_change END, "
+            "last_error = NULL WHERE id = ?",
+            (sync_no, json.dumps(cursor) if cursor is not None else None, now, rows_seen, rows_read,
+             changed, now, source_id))
+
+    def record_error(self, name: str, message: str) -> None:
+        self.conn.execute("UPDATE sources SET errors = errors + 1, last_error = ? WHERE name = ?",
+                          (message, name))
+
+    def cursor_of(self, source_id: int) -> dict | None:
+        row = self.conn.execute("SELECT cursor_json FROM sources WHERE id = ?", (source_id,)).fetchone()
+        return json.loads(row[0]) if row and row[0] else None
+
+    # -- facts --------------------------------------------------------------------------
+    def upsert_facts(self, rows: Iterable[tuple]) -> None:
+        """Rows are tuples in FACT_COLUMNS order; call inside a transaction."""
+        self.conn.executemany(_UPSERT_SQL, rows)
+
+    def mark_unseen_deleted(self, source_id: int, sync_no: int) -> int:
+        """After a full read: facts the source no longer has are `deleted` (kept, not erased)."""
+        cur = self.conn.execute(
+            "UPDATE facts SET status = 'deleted' WHERE source_id = ? AND seen_sync < ? "
+            "AND status != 'deleted'", (source_id, sync_no))
+        return cur.rowcount
+
+    def fact_id(self, ref: str) -> int | None:
+        row = self.conn.execute("SELECT id FROM facts WHERE ref = ?", (ref,)).fetchone()
+        return row[0] if row else None
+
+    def changed_facts(self, source_id: int, sync_no: int) -> Iterator[sqlite3.Row]:
+        return self.conn.execute("SELECT * FROM facts WHERE source_id = ? AND changed_sync = ?",
+                                 (source_id, sync_no))
+
+    def block(self, subject: str | None, category: str, exclude_id: int | None = None) -> list[sqlite3.Row]:
+        """Live facts of one subject and category: the only ones a new fact is compared with."""
+        return self.conn.execute(
+            f"SELECT * FROM facts WHERE subject IS ? AND category = ? AND {LIVE} AND id IS NOT ?",
+            (subject, category, exclude_id)).fetchall()
+
+    def add_contradiction(self, older_id: int, newer_id: int, kind: str, confidence: float,
+                          evidence: str, update: dict | None, now: float) -> None:
+        self.conn.execute(
+            "INSERT INTO contradictions (older_id, newer_id, kind, confidence, evidence, update_json, detected_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (older_id, newer_id) DO UPDATE SET "
+            "kind = excluded.kind, confidence = excluded.confidence, evidence = excluded.evidence, "
+            "update_json = excluded.update_json",
+            (older_id, newer_id, kind, confidence, evidence, json.dumps(update) if update else None, now))
+
+    def clear_contradictions_of(self, fact_ids: Iterable[int]) -> None:
+        """Changed facts are judged again from scratch."""
+        self.conn.executemany("DELETE FROM contradictions WHERE older_id = ? OR newer_id = ?",
+                              ((i, i) for i in fact_ids))
+
+    def apply_contradiction_status(self, source_id: int | None = None) -> None:
+        """status = contradicted exactly for live facts a live newer fact contradicts."""
+        scope = "" if source_id is None else f" AND source_id = {int(source_id)}"
+        self.conn.execute(
+            "UPDATE facts SET status = CASE WHEN EXISTS (SELECT 1 FROM contradictions c JOIN facts n "
+            "ON n.id = c.newer_id WHERE c.older_id = facts.id AND n.status IN ('active', 'contradicted')) "
+            f"THEN 'contradicted' ELSE 'active' END WHERE status IN ('active', 'contradicted'){scope}")
+
+    def contradicted_by(self, fact_id: int) -> list[str]:
+        return [r[0] for r in self.conn.execute(
+            "SELECT n.ref FROM contradictions c JOIN facts n ON n.id = c.newer_id "
+            "WHERE c.older_id = ? ORDER BY n.ref", (fact_id,))]
+
+    def iter_contradictions(self, source_ids: list[int] | None = None) -> Iterator[dict]:
+        scope, params = _scope("o.source_id", source_ids)
+        for r in self.conn.execute(
+                "SELECT o.ref AS older, n.ref AS newer, c.kind, c.confidence, c.evidence, c.update_json "
+                "FROM contradictions c JOIN facts o ON o.id = c.older_id JOIN facts n ON n.id = c.newer_id "
+                f"WHERE o.status != 'deleted' AND o.status != 'forgotten' AND n.status != 'deleted' {scope} "
+                "ORDER BY o.ref, n.ref", params):
+            item = {"older": r["older"], "newer": r["newer"], "kind": r["kind"],
+                    "confidence": round(r["confidence"], 3), "evidence": r["evidence"]}
+            if r["update_json"]:
+                item["update"] = json.loads(r["update_json"])
+            yield item
+
+    def iter_fact_rows(self, source_ids: list[int] | None = None, include_deleted: bool = True,
+                       order: str = "f.id") -> Iterator[sqlite3.Row]:
+        scope, params = _scope("f.source_id", source_ids)
+        status = "f.status != 'forgotten'" if include_deleted else "f.status IN ('active', 'contradicted')"
+        return self.conn.execute(
+            "SELECT f.*, s.name AS source_name, (SELECT group_concat(n.ref, char(31)) FROM contradictions c "
+            "JOIN facts n ON n.id = c.newer_id WHERE c.older_id = f.id AND n.status != 'deleted') AS contradicted_by "
+            f"FROM facts f JOIN sources s ON s.id = f.source_id WHERE {status} {scope} ORDER BY {order}", params)
+
+    def summary(self, source_ids: list[int] | None = None, group_by: str | None = None) -> Any:
+        """Counts per label over live facts (deleted/forgotten excluded)."""
+        scope, params = _scope("f.source_id", source_ids)
+        group_col = {"category": "f.category", "source": "s.name", None: "''"}[group_by]
+        rows = self.conn.execute(
+            f"SELECT {group_col} AS grp, count(*) AS total, "
+            "sum(f.label = 'fresh') AS fresh, sum(f.label = 'aging') AS aging, "
+            "sum(f.label = 'stale') AS stale, sum(f.label = 'expired') AS expired, "
+            "sum(f.status = 'contradicted') AS contradicted, avg(f.freshness) AS avg_freshness "
+            f"FROM facts f JOIN sources s ON s.id = f.source_id WHERE f.{LIVE} {scope} "
+            "GROUP BY grp ORDER BY grp", params).fetchall()
+        deleted = dict(self.conn.execute(
+            f"SELECT {group_col} AS grp, count(*) FROM facts f JOIN sources s ON s.id = f.source_id "
+            f"WHERE f.status = 'deleted' {scope} GROUP BY grp", params).fetchall())
+        out = {}
+        for r in rows:
+            out[r["grp"]] = _summary_dict(r, deleted.get(r["grp"], 0))
+        for grp, n in deleted.items():
+            out.setdefault(grp, {**_summary_dict(None, n)})
+        if group_by is None:
+            return out.get("", _summary_dict(None, 0))
+        return out
+
+    def rescore(self, score_row, as_of: float, source_ids: list[int] | None = None, batch: int = 5000) -> int:
+        """Recompute freshness/label of live facts at `as_of` with `score_row(row) -> Score`."""
+        scope, params = _scope("source_id", source_ids)
+        rows = self.conn.execute(
+            f"SELECT id, category, created_at, updated_at, refreshed_at, accessed_at, access_count, expires_at "
+            f"FROM facts WHERE {LIVE} AND scored_as_of IS NOT ? {scope}", (as_of, *params))
+        n = 0
+        with self.transaction():
+            while True:
+                chunk = rows.fetchmany(batch)
+                if not chunk:
+                    break
+                updates = []
+                for r in chunk:
+                    s = score_row(r)
+                    updates.append((s.freshness, s.label, s.age_days, s.days_left, s.days_until_expired,
+                                    s.expired_by, as_of, r["id"]))
+                self.conn.executemany(
+                    "UPDATE facts SET freshness = ?, label = ?, age_days = ?, days_left = ?, "
+                    "days_until_expired = ?, expired_by = ?, scored_as_of = ? WHERE id = ?", updates)
+                n += len(updates)
+        return n
+
+    def set_status(self, refs: list[str] | None, status: str, source_id: int | None = None) -> int:
+        if refs:
+            cur = self.conn.executemany("UPDATE facts SET status = ? WHERE ref = ?", [(status, r) for r in refs])
+        else:
+            cur = self.conn.execute("UPDATE facts SET status = ? WHERE source_id = ?", (status, source_id))
+        return cur.rowcount
+
+    def mark_refreshed(self, refs: list[str], now: float) -> int:
+        n = 0
+        for ref in refs:
+            n += self.conn.execute("UPDATE facts SET refreshed_at = ?, scored_as_of = NULL WHERE ref = ?",
+                                   (now, ref)).rowcount
+        return n
+
+    # -- runs ----------------------------------------------------------------------------
+    def record_run(self, kind: str, as_of: float, sources: list[str], passed: bool | None,
+                   summary: dict, started_at: float | None = None) -> int:
+        cur = self.conn.execute(
+            "INSERT INTO runs (started_at, as_of, kind, sources, passed, summary_json) VALUES (?, ?, ?, ?, ?, ?)",
+            (started_at or time.time(), as_of, kind, json.dumps(sources),
+             None if passed is None else int(passed), json.dumps(summary)))
+        return cur.lastrowid
+
+    def runs(self, limit: int = 20) -> list[dict]:
+        rows = self.conn.execute("SELECT * FROM runs ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
+        return [{"id": r["id"], "started_at": r["started_at"], "as_of": r["as_of"], "kind": r["kind"],
+                 "sources": json.loads(r["sources"]), "passed": None if r["passed"] is None else bool(r["passed"]),
+                 "summary": json.loads(r["summary_json"])} for r in reversed(rows)]
+
+
+def _summary_dict(row, deleted: int) -> dict:
+    if row is None:
+        return {"total": 0, "fresh": 0, "aging": 0, "stale": 0, "expired": 0, "contradicted": 0,
+                "avg_freshness": 0.0, "deleted": deleted}
+    return {"total": row["total"], "fresh": row["fresh"] or 0, "aging": row["aging"] or 0,
+            "stale": row["stale"] or 0, "expired": row["expired"] or 0,
+            "contradicted": row["contradicted"] or 0,
+            "avg_freshness": round(row["avg_freshness"] or 0.0, 4), "deleted": deleted}
+
+
+def _scope(column: str, ids: list[int] | None) -> tuple[str, tuple]:
+    if ids is None:
+        return "", ()
+    if not ids:
+        return " AND 0", ()
+    return f" AND {column} IN ({', '.join('?' * len(ids))})", tuple(ids)
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration into statements (they hold no semicolons inside literals)."""
+    out = []
+    for part in script.split(";"):
+        lines = [ln for ln in part.splitlines() if ln.strip() and not ln.strip().startswith("--")]
+        if lines:
+            out.append("\n".join(lines))
+    return out
+
+
+class _Transaction:
+    """BEGIN IMMEDIATE … COMMIT/ROLLBACK on an autocommit connection; nests as a no-op."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+        self.outer = False
+
+    def __enter__(self):
+        if not self.conn.in_transaction:
+            self.conn.execute("BEGIN IMMEDIATE")
+            self.outer = True
+        return self.conn
+
+    def __exit__(self, exc_type, *rest):
+        if not self.outer:
+            return False
+        if exc_type is None:
+            self.conn.execute("COMMIT")
+        else:
+            self.conn.execute("ROLLBACK")
+        return False

@@ -1,0 +1,340 @@
+"""memwatch.toml: defaults in dataclasses, the TOML overlaid on them, then strict validation.
+
+Every error names the offending key (``sources[0].table``, ``rules[2].text[0]``) and the
+file, so a user can fix it without reading code. Unknown keys are errors: a typo in a
+threshold must not silently leave the gate open.
+"""
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ..overlay.errors import ConfigError, RuleError
+from ..overlay.scoring import DEFAULT_HALF_LIVES, CategoryPolicy, Thresholds
+
+CONNECTORS = ("sqlite", "json", "postgres")
+LABEL_CONDITIONS = ("fresh", "aging", "stale", "expired", "contradicted")
+ACTION_KINDS = ("annotate", "set", "delete")
+DEFAULT_OVERLAY_PATH = ".memwatch/overlay.db"
+
+# Mapping keys shared by every connector: what a record's fields are called in the source.
+MAPPING_KEYS = ("text", "key", "subject", "created_at", "updated_at", "accessed_at",
+                "access_count", "category", "expires_at")
+SOURCE_KEYS = {
+    "name": str, "connector": str, "path": str, "dsn": str, "dsn_env": str, "preset": str,
+    "table": str, "query": str, "id": (str, list), "where": str, "records": str,
+    "poll_seconds": (int, float), "apply": bool,
+    **{k: str for k in MAPPING_KEYS},
+}
+CI_KEYS = {"max_stale_ratio": (int, float), "max_stale": int, "max_contradictions": int,
+           "min_avg_freshness": (int, float), "categories": dict, "sources": dict}
+
+
+@dataclass
+class SourceConfig:
+    """One [[sources]] entry. Mapping values are column names or dotted JSON paths."""
+
+    name: str
+    connector: str
+    path: str | None = None
+    dsn: str | None = None
+    dsn_env: str | None = None
+    preset: str | None = None
+    table: str | None = None
+    query: str | None = None
+    id: list[str] = field(default_factory=list)
+    where: str | None = None
+    records: str | None = None
+    poll_seconds: float = 5.0
+    apply: bool = False
+    text: str | None = None
+    key: str | None = None
+    subject: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    accessed_at: str | None = None
+    access_count: str | None = None
+    category: str | None = None
+    expires_at: str | None = None
+    base_dir: Path = field(default_factory=Path.cwd)
+
+    @property
+    def resolved_path(self) -> Path | None:
+        """`path` relative to the config file's folder."""
+        if self.path is None:
+            return None
+        p = Path(os.path.expanduser(self.path))
+        return p if p.is_absolute() else (self.base_dir / p)
+
+    @property
+    def resolved_dsn(self) -> str | None:
+        if self.dsn:
+            return self.dsn
+        if self.dsn_env:
+            return os.environ.get(self.dsn_env)
+        return None
+
+    @property
+    def target(self) -> str:
+        """What the source reads, safe to print (no password)."""
+        if self.resolved_path is not None:
+            return str(self.resolved_path)
+        from ..overlay.redact import redact_dsn
+        return redact_dsn(self.resolved_dsn or f"${self.dsn_env}")
+
+
+@dataclass
+class Rule:
+    """One [[rules]] entry: first match wins."""
+
+    category: str
+    source: str | None = None
+    key: list[str] = field(default_factory=list)          # globs on the record's key
+    text: list[re.Pattern] = field(default_factory=list)  # regexes on the record's text
+
+
+@dataclass
+class Action:
+    """One [[actions]] entry (write-back planning)."""
+
+    when: str
+    do: str
+    category: str = "*"
+    source: str | None = None
+    set: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Config:
+    path: Path | None = None
+    overlay_path: str = DEFAULT_OVERLAY_PATH
+    overlay_dsn: str | None = None
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    categories: dict[str, CategoryPolicy] = field(
+        default_factory=lambda: {k: CategoryPolicy(v) for k, v in DEFAULT_HALF_LIVES.items()})
+    sources: list[SourceConfig] = field(default_factory=list)
+    rules: list[Rule] = field(default_factory=list)
+    actions: list[Action] = field(default_factory=list)
+    ci: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def base_dir(self) -> Path:
+        return self.path.parent if self.path else Path.cwd()
+
+    def resolved_overlay_path(self) -> Path:
+        p = Path(os.path.expanduser(self.overlay_path))
+        return p if p.is_absolute() else self.base_dir / p
+
+    def policy(self, category: str) -> CategoryPolicy:
+        return self.categories.get(category) or self.categories["general"]
+
+    def source(self, name: str) -> SourceConfig:
+        for s in self.sources:
+            if s.name == name:
+                return s
+        names = ", ".join(s.name for s in self.sources) or "none"
+        raise ConfigError(f"no source named {name!r} (sources: {names})", field="--source")
+
+
+def load_config(path: str | os.PathLike) -> Config:
+    """Read and validate a memwatch.toml file."""
+    p = Path(path)
+    try:
+        raw = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError("config file not found", path=str(p)) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"invalid TOML: {exc}", path=str(p)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config: {exc}", path=str(p)) from None
+    return parse_config(raw, path=p.resolve())
+
+
+def parse_config(raw: dict, path: Path | None = None) -> Config:
+    """Validate a TOML document already parsed into a dict."""
+    v = _Validator(str(path) if path else None)
+    v.known(raw, "", {"overlay", "scoring", "categories", "sources", "rules", "actions", "ci",
+                      "detector", "embeddings", "judge", "daemon"})
+    cfg = Config(path=path)
+
+    overlay = v.table(raw, "overlay")
+    v.known(overlay, "overlay", {"path", "dsn"})
+    cfg.overlay_path = v.typed(overlay, "overlay", "path", str, cfg.overlay_path)
+    cfg.overlay_dsn = v.typed(overlay, "overlay", "dsn", str, None)
+
+    scoring = v.table(raw, "scoring")
+    v.known(scoring, "scoring", {"fresh", "aging", "stale"})
+    t = Thresholds(**{k: float(v.typed(scoring, "scoring", k, (int, float), getattr(Thresholds(), k)))
+                      for k in ("fresh", "aging", "stale")})
+    if not (1 >= t.fresh > t.aging > t.stale > 0):
+        v.fail("scoring", "thresholds must satisfy 1 >= fresh > aging > stale > 0")
+    cfg.thresholds = t
+
+    for name, body in v.table(raw, "categories").items():
+        where = f"categories.{name}"
+        if not isinstance(body, dict):
+            v.fail(where, "must be a table")
+        v.known(body, where, {"half_life_days", "ttl_days"})
+        default = DEFAULT_HALF_LIVES.get(name, DEFAULT_HALF_LIVES["general"])
+        half = v.typed(body, where, "half_life_days", (int, float), default)
+        ttl = v.typed(body, where, "ttl_days", (int, float), None)
+        if half <= 0:
+            v.fail(f"{where}.half_life_days", "must be > 0")
+        if ttl is not None and ttl <= 0:
+            v.fail(f"{where}.ttl_days", "must be > 0")
+        cfg.categories[name] = CategoryPolicy(float(half), None if ttl is None else float(ttl))
+
+    cfg.sources = [_parse_source(v, body, i, cfg.base_dir) for i, body in enumerate(v.array(raw, "sources"))]
+    seen = set()
+    for i, s in enumerate(cfg.sources):
+        if s.name in seen:
+            v.fail(f"sources[{i}].name", f"duplicate source name {s.name!r}")
+        seen.add(s.name)
+
+    cfg.rules = [_parse_rule(v, body, i) for i, body in enumerate(v.array(raw, "rules"))]
+    cfg.actions = [_parse_action(v, body, i) for i, body in enumerate(v.array(raw, "actions"))]
+    for i, a in enumerate(cfg.actions):
+        if a.source is not None and a.source not in seen:
+            v.fail(f"actions[{i}].source", f"no source named {a.source!r}")
+
+    ci = v.table(raw, "ci")
+    v.known(ci, "ci", set(CI_KEYS))
+    for key, kind in CI_KEYS.items():
+        v.typed(ci, "ci", key, kind, None)
+    cfg.ci = dict(ci)
+    for section in ("detector", "embeddings", "judge", "daemon"):
+        if section in raw:
+            v.table(raw, section)
+    return cfg
+
+
+def _parse_source(v: "_Validator", body: Any, i: int, base_dir: Path) -> SourceConfig:
+    where = f"sources[{i}]"
+    if not isinstance(body, dict):
+        v.fail(where, "must be a table")
+    v.known(body, where, set(SOURCE_KEYS))
+    for key, kind in SOURCE_KEYS.items():
+        v.typed(body, where, key, kind, None)
+    for key in ("name", "connector"):
+        if key not in body:
+            v.fail(f"{where}.{key}", "is required")
+    if body["connector"] not in CONNECTORS:
+        v.fail(f"{where}.connector", f"must be one of {', '.join(CONNECTORS)}, not {body['connector']!r}")
+    if body["connector"] == "postgres":
+        if not (body.get("dsn") or body.get("dsn_env")):
+            v.fail(f"{where}.dsn", "is required for a postgres source (or dsn_env)")
+    elif "path" not in body:
+        v.fail(f"{where}.path", f"is required for a {body['connector']} source")
+    if "table" in body and "query" in body:
+        v.fail(f"{where}.query", "give either table or query, not both")
+    ids = body.get("id", [])
+    ids = [ids] if isinstance(ids, str) else ids
+    if not all(isinstance(x, str) and x for x in ids):
+        v.fail(f"{where}.id", "must be a column name or a list of column names")
+    values = {k: body[k] for k in body if k != "id"}
+    if "poll_seconds" in values and values["poll_seconds"] <= 0:
+        v.fail(f"{where}.poll_seconds", "must be > 0")
+    return SourceConfig(id=list(ids), base_dir=base_dir, **values)
+
+
+def _parse_rule(v: "_Validator", body: Any, i: int) -> Rule:
+    where = f"rules[{i}]"
+    if not isinstance(body, dict):
+        v.fail(where, "must be a table")
+    v.known(body, where, {"category", "source", "key", "text"})
+    category = v.typed(body, where, "category", str, None)
+    if not category:
+        raise RuleError("is required", field=f"{where}.category", path=v.path)
+    keys = _str_list(v, body, where, "key")
+    patterns = []
+    for j, pattern in enumerate(_str_list(v, body, where, "text")):
+        try:
+            patterns.append(re.compile(pattern, re.IGNORECASE))
+        except re.error as exc:
+            raise RuleError(f"invalid regex {pattern!r}: {exc}", field=f"{where}.text[{j}]", path=v.path) from None
+    return Rule(category=category, source=v.typed(body, where, "source", str, None), key=keys, text=patterns)
+
+
+def _parse_action(v: "_Validator", body: Any, i: int) -> Action:
+    where = f"actions[{i}]"
+    if not isinstance(body, dict):
+        v.fail(where, "must be a table")
+    v.known(body, where, {"when", "category", "do", "set", "source"})
+    when = v.typed(body, where, "when", str, None)
+    if when not in LABEL_CONDITIONS:
+        raise RuleError(f"must be one of {', '.join(LABEL_CONDITIONS)}", field=f"{where}.when", path=v.path)
+    do = v.typed(body, where, "do", str, None)
+    if do not in ACTION_KINDS:
+        raise RuleError(f"must be one of {', '.join(ACTION_KINDS)}", field=f"{where}.do", path=v.path)
+    sets = v.typed(body, where, "set", dict, {})
+    if do == "set" and not sets:
+        raise RuleError("do = \"set\" needs a set = { column = value } table", field=f"{where}.set", path=v.path)
+    for col, value in sets.items():
+        if not isinstance(value, (str, int, float, bool)):
+            raise RuleError("values must be strings, numbers or booleans", field=f"{where}.set.{col}", path=v.path)
+    return Action(when=when, do=do, category=v.typed(body, where, "category", str, "*"),
+                  source=v.typed(body, where, "source", str, None), set=dict(sets))
+
+
+def _str_list(v: "_Validator", body: dict, where: str, key: str) -> list[str]:
+    value = body.get(key, [])
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+        v.fail(f"{where}.{key}", "must be a string or a list of strings")
+    return value
+
+
+class _Validator:
+    """Small helpers that raise ConfigError naming the file and the key."""
+
+    def __init__(self, path: str | None):
+        self.path = path
+
+    def fail(self, field_name: str, message: str):
+        raise ConfigError(message, field=field_name, path=self.path)
+
+    def known(self, table: dict, where: str, allowed: set[str]):
+        for key in table:
+            if key not in allowed:
+                name = f"{where}.{key}" if where else key
+                self.fail(name, f"unknown key (expected one of: {', '.join(sorted(allowed))})")
+
+    def table(self, raw: dict, key: str) -> dict:
+        value = raw.get(key, {})
+        if not isinstance(value, dict):
+            self.fail(key, "must be a table")
+        return value
+
+    def array(self, raw: dict, key: str) -> list:
+        value = raw.get(key, [])
+        if not isinstance(value, list):
+            self.fail(key, f"must be an array of tables ([[{key}]])")
+        return value
+
+    def typed(self, table: dict, where: str, key: str, kind, default):
+        if key not in table:
+            return default
+        value = table[key]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if isinstance(value, bool) and bool not in kinds:
+            ok = False
+        else:
+            ok = isinstance(value, kinds)
+        if not ok:
+            names = " or ".join(_TYPE_NAMES.get(k, k.__name__) for k in kinds)
+            self.fail(f"{where}.{key}" if where else key, f"must be {names}, not {value!r}")
+        return value
+
+
+_TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
+               list: "a list", dict: "a table"}
+
+
+def with_source(cfg: Config, source: SourceConfig) -> Config:
+    """A copy of `cfg` auditing only `source`."""
+    return replace(cfg, sources=[source])
