@@ -1,5 +1,6 @@
 """render_many: several formats from one pass equal each format rendered alone."""
 import io
+import re
 
 import pytest
 
@@ -25,3 +26,18 @@ def test_one_pass_feeds_every_format_identically():
 def test_unknown_format_names_the_known_ones():
     with pytest.raises(ValueError, match="junit, sarif, markdown, html, github"):
         render(make_report([]), "pdf", io.StringIO())
+
+
+def test_deleted_and_forgotten_facts_are_not_reported():
+    facts = make_facts(200, seed=72, contradicted_share=0)
+    gone = [f for f in facts if f["label"] == "expired"][:10]
+    for i, f in enumerate(gone):
+        f["status"] = "deleted" if i % 2 else "forgotten"
+    live = [f for f in facts if f not in gone]
+    for fmt in RENDERERS:
+        with_gone, without = io.StringIO(), io.StringIO()
+        render(make_report(live) | {"facts": facts}, fmt, with_gone)
+        render(make_report(live), fmt, without)
+        assert with_gone.getvalue() == without.getvalue(), fmt
+        for f in gone:
+            assert not re.search(re.escape(f["ref"]) + r"(?![0-9])", with_gone.getvalue()), (fmt, f["ref"])

@@ -11,7 +11,8 @@ holds them all. `Digest.consume()` reads each fact once and keeps:
 - a 10-bin freshness histogram per category and counts of days_left per horizon.
 
 Memory is therefore O(groups x problem_cap + top), whatever the number of facts.
-Kept facts are trimmed copies (long text shortened).
+Kept facts are trimmed copies (long text shortened). Facts whose status is
+``deleted`` or ``forgotten`` are skipped, as the report's summary skips them.
 """
 from __future__ import annotations
 
@@ -30,11 +31,17 @@ HIST_BINS = 10             # freshness histogram bins over [0, 1]
 HORIZONS = (7, 30, 90, 180, 365)
 LABELS = ("fresh", "aging", "stale", "expired")
 PROBLEM_KINDS = ("expired", "contradicted", "stale")   # most severe first
+GONE = ("deleted", "forgotten")   # statuses of facts no longer live: skipped everywhere
 SUMMARY_KEYS = ("total", "fresh", "aging", "stale", "expired", "contradicted", "avg_freshness")
 
 
 def problems(fact: Mapping[str, Any]) -> list[str]:
-    """The problem kinds of one fact, most severe first: expired, contradicted, stale."""
+    """The problem kinds of one fact, most severe first: expired, contradicted, stale.
+
+    A fact deleted in its source (or forgotten) has none: it is no longer live.
+    """
+    if fact.get("status") in GONE:
+        return []
     label = fact.get("label")
     kinds = []
     if label == "expired":
@@ -176,6 +183,8 @@ class Digest:
         return self
 
     def add(self, fact: Mapping[str, Any]) -> None:
+        if fact.get("status") in GONE:
+            return
         self.seen += 1
         source = str(fact.get("source") or "")
         category = str(fact.get("category") or "general")
