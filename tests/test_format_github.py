@@ -47,3 +47,12 @@ def test_command_escaping():
     facts = make_facts(5, seed=32)
     facts[0].update(label="expired", text="two\nlines")
     assert all("\n" not in l for l in lines(make_report(facts)))
+
+
+def test_absolute_store_path_becomes_repository_relative(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    facts = make_facts(20, seed=33, sources=("bot",))
+    report = make_report(facts, sources=[{"name": "bot", "connector": "sqlite",
+                                          "target": str(tmp_path / "mem" / "agent.db")}])
+    annotated = [l for l in lines(report) if l.startswith(("::error title=memwatch:", "::warning"))]
+    assert annotated and all(",file=mem/agent.db::" in l for l in annotated)

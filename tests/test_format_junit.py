@@ -115,6 +115,6 @@ def test_target_and_special_characters_survive_xml():
     root = ET.fromstring(xml)
     suite = root.find("testsuite")
     props = {p.get("name"): p.get("value") for p in suite.findall("properties/property")}
-    assert props["target"] == "postgresql://memwatch@db.local:5432/agent"
+    assert props["target"] == "postgresql://memwatch:***@db.local:5432/agent"
     assert suite.find("testcase").get("file") is None     # a DSN is not a file
     assert '<x> & "quoted" ]]>' in "".join(f.text for f in root.iter("failure"))

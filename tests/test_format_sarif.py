@@ -78,7 +78,7 @@ def test_locations_point_at_store_and_row(tmp_path):
         if fact["source"] == "bot":
             assert uri == "memory/agent%20db.sqlite"
         else:
-            assert uri == "postgresql://agent@db:5432/mem"
+            assert uri == "postgresql://agent:***@db:5432/mem?sslmode=require"
         assert loc["logicalLocations"][0]["name"] == f"id={fact['pk']['id']}"
         assert res["partialFingerprints"]["memwatchRef/v1"].startswith(fact["ref"] + "#")
 

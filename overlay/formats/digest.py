@@ -20,8 +20,10 @@ import heapq
 import itertools
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterable, Mapping
-from urllib.parse import urlsplit, urlunsplit
+
+from ..redact import redact_dsn
 
 DEFAULT_PROBLEM_CAP = 50   # problem facts kept per (source, category)
 DEFAULT_TOP = 20           # stalest / soonest-expiring facts kept
@@ -84,27 +86,29 @@ def describe(fact: Mapping[str, Any]) -> str:
     return " ".join(bits)
 
 
-def safe_target(target: Any) -> str:
-    """A source's target for display: any password or query in a DSN is removed."""
+def safe_target(target: Any, base: Path | None = None) -> str:
+    """A source's target for display: a DSN without its password; a path below `base`
+    (default: the current folder, i.e. the repository root in CI) made relative to it."""
     if target is None:
         return ""
     text = str(target)
-    if "://" not in text:
-        return text
-    parts = urlsplit(text)
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, host = netloc.rsplit("@", 1)
-        netloc = userinfo.split(":", 1)[0] + "@" + host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    if "://" in text or "=" in text:
+        return redact_dsn(text)
+    path = Path(text)
+    if path.is_absolute():
+        try:
+            return path.relative_to((base or Path.cwd()).resolve()).as_posix()
+        except ValueError:
+            return text
+    return path.as_posix()
 
 
-def source_targets(report: Mapping[str, Any]) -> dict[str, str]:
-    """Source name -> displayable target (path or password-free DSN), from report["sources"]."""
+def source_targets(report: Mapping[str, Any], base: Path | None = None) -> dict[str, str]:
+    """Source name -> displayable target (see `safe_target`), from report["sources"]."""
     out = {}
     for src in report.get("sources") or ():
         if isinstance(src, Mapping) and src.get("name") is not None:
-            out[str(src["name"])] = safe_target(src.get("target"))
+            out[str(src["name"])] = safe_target(src.get("target"), base)
     return out
 
 

@@ -14,7 +14,7 @@ written (GitHub code scanning takes 25,000 per run); the rest are counted in
 from __future__ import annotations
 
 import json
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, Mapping, TextIO
 from urllib.parse import quote
 
@@ -52,7 +52,7 @@ class SarifRenderer(Renderer):
         super().__init__(report, stream)
         self.max_results = max_results
         self.base = Path(root) if root is not None else Path.cwd()
-        self.targets = source_targets(report)
+        self.targets = source_targets(report, self.base)
         self.evidence = _evidence_by_older(report.get("contradictions") or ())
         self.written = self.omitted = 0
         head = {"$schema": SCHEMA_URI, "version": "2.1.0"}
@@ -166,14 +166,12 @@ def _pk_text(fact: Mapping) -> str:
 
 
 def _uri(target: str, base: Path) -> str:
-    """A URI reference for a store: relative to `base` when it lies below it."""
-    target = safe_target(target)
+    """A URI reference for a store: a DSN as it is (password removed), a path percent-encoded,
+    relative to `base` when it lies below it, else a file: URI."""
+    target = safe_target(target, base)
     if "://" in target:
         return target
     path = Path(target)
     if path.is_absolute():
-        try:
-            path = path.relative_to(base.resolve())
-        except ValueError:
-            return path.as_uri()
-    return quote(str(PurePosixPath(*path.parts)))
+        return path.as_uri()
+    return quote(path.as_posix())
