@@ -39,6 +39,7 @@ def make_facts(n: int, seed: int = 7, sources=("bot", "crm"), categories=CATEGOR
             "category": category, "created_at": "2025-01-01T00:00:00+00:00",
             "age_days": round(rnd.uniform(0, 900), 1), "freshness": freshness, "label": label,
             "days_left": days_left, "status": "active", "contradicted_by": [],
+            "days_until_expired": round(days_left + rnd.uniform(0, 300), 1) if label != "expired" else 0.0,
         })
     for fact in facts:
         if rnd.random() < contradicted_share:

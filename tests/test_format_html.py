@@ -40,7 +40,8 @@ def check_figures(page: Page, report: dict, facts: list) -> None:
     assert +hist == expected
 
     horizons = {b["data-horizon"]: int(b["data-count"]) for b in page.bars if "data-horizon" in b}
-    live = [f["days_left"] for f in facts if f["label"] != "expired" and f["days_left"] >= 0]
+    live = [f["days_until_expired"] for f in facts
+            if f["label"] != "expired" and f["days_until_expired"] >= 0]
     assert sum(horizons.values()) == len(live)
     assert horizons["0-7 d"] == sum(1 for d in live if d <= 7)
     assert horizons["> 365 d"] == sum(1 for d in live if d > 365)
@@ -49,8 +50,8 @@ def check_figures(page: Page, report: dict, facts: list) -> None:
     assert stalest == [f["ref"] for f in sorted(facts, key=lambda f: f["freshness"])[:len(stalest)]]
     soonest = [r[0] for r in page.rows["soonest"][1:]]
     assert soonest == [f["ref"] for f in sorted(
-        (f for f in facts if f["label"] != "expired" and f["days_left"] >= 0),
-        key=lambda f: f["days_left"])[:len(soonest)]]
+        (f for f in facts if f["label"] != "expired" and f["days_until_expired"] >= 0),
+        key=lambda f: f["days_until_expired"])[:len(soonest)]]
 
     rows = page.rows["contradictions"][1:]
     assert [(r[0], r[1], r[4]) for r in rows] == [

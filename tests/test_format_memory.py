@@ -51,6 +51,14 @@ def test_peak_memory_does_not_grow_with_facts(fmt):
     assert large < 1.5 * small + 200_000, (small, large)
 
 
+def test_expiry_uses_days_until_expired_else_days_left():
+    d = Digest(top=2)
+    d.add({"ref": "a", "label": "aging", "freshness": 0.6, "days_left": 3.0, "days_until_expired": 200.0})
+    d.add({"ref": "b", "label": "fresh", "freshness": 0.9, "days_left": 5.0})
+    assert [f["ref"] for f in d.soonest] == ["b", "a"]
+    assert d.horizons[0] == 1 and d.horizons[4] == 1     # 5 d -> "0-7 d", 200 d -> "181-365 d"
+
+
 def test_digest_keeps_caps():
     d = Digest(problem_cap=3, top=4).consume(lazy_facts(10_000))
     assert d.seen == 10_000

@@ -55,6 +55,14 @@ def problems(fact: Mapping[str, Any]) -> list[str]:
     return kinds
 
 
+def expiry_days(fact: Mapping[str, Any]) -> Any:
+    """Days until the fact expires: ``days_until_expired`` when the report has it, else
+    ``days_left`` (the contract's days until it stops being fresh)."""
+    if "days_until_expired" in fact:
+        return fact["days_until_expired"]
+    return fact.get("days_left")
+
+
 def shorten(text: Any, limit: int = TEXT_LIMIT) -> str:
     """`text` as one line of at most `limit` characters (an ellipsis marks a cut)."""
     s = " ".join(str(text if text is not None else "").split())
@@ -64,7 +72,8 @@ def shorten(text: Any, limit: int = TEXT_LIMIT) -> str:
 def trim(fact: Mapping[str, Any]) -> dict:
     """A copy of `fact` small enough to keep: text shortened, unknown keys dropped."""
     keep = ("source", "table", "pk", "ref", "subject", "key", "category", "created_at",
-            "age_days", "freshness", "label", "days_left", "status", "contradicted_by")
+            "age_days", "freshness", "label", "days_left", "days_until_expired", "status",
+            "contradicted_by")
     out = {k: fact.get(k) for k in keep if k in fact}
     out["text"] = shorten(fact.get("text"))
     return out
@@ -214,7 +223,7 @@ class Digest:
             bins = self.histograms.setdefault(category, [0] * HIST_BINS)
             bins[min(HIST_BINS - 1, max(0, int(freshness * HIST_BINS)))] += 1
             self._stalest.push(freshness, lambda: trim(fact))
-        days_left = fact.get("days_left")
+        days_left = expiry_days(fact)
         if (isinstance(days_left, (int, float)) and days_left >= 0
                 and fact.get("label") != "expired"):
             self.horizons[_horizon(days_left)] += 1
@@ -227,7 +236,7 @@ class Digest:
 
     @property
     def soonest(self) -> list[dict]:
-        """Kept not-yet-expired facts, smallest days_left first."""
+        """Kept not-yet-expired facts, soonest to expire first (see `expiry_days`)."""
         return self._soonest.sorted()
 
 

@@ -3,7 +3,7 @@
 Sections: gate status and summary numbers (stable ids ``summary-<key>``, with
 ``data-value`` holding the exact figure), violations, per-category and per-source
 tables, a freshness histogram per category, a timeline of upcoming expiries
-(facts per days_left horizon, and the soonest ones), the stalest facts, and the
+(facts per horizon of days until expired, and the soonest ones), the stalest facts, and the
 contradictions with their evidence.
 
 Memory: facts are read once through `Digest` (histograms and horizon counts are
@@ -145,16 +145,16 @@ def _timeline(digest: Digest) -> str:
     labels = [horizon_name(i) for i in range(n)]
     data = [{"horizon": labels[i], "count": c} for i, c in enumerate(digest.horizons)]
     chart = svg.bars(digest.horizons, labels, [svg.TIMELINE_COLOUR] * n, data=data,
-                     title="Facts by days left", width=480)
+                     title="Facts by days until expired", width=480)
     soonest = _facts_table("Soonest to expire", "soonest", digest.soonest, None, level=3)
     return ('<section><h2>Upcoming expiries</h2><p class="meta">Facts not yet expired, by '
-            'days left.</p><figure id="timeline"><figcaption>days left</figcaption>'
+            'days until they expire.</p><figure id="timeline"><figcaption>days until expired</figcaption>'
             f"{chart}</figure>{soonest}</section>\n")
 
 
 def _facts_table(title: str, ident: str, facts: list, seen: int | None, level: int = 2) -> str:
-    cols = ("ref", "category", "key", "text", "freshness", "label", "days_left", "age_days",
-            "status")
+    cols = ("ref", "category", "key", "text", "freshness", "label", "days_left",
+            "days_until_expired", "age_days", "status")
     head = "".join(f"<th>{c}</th>" for c in cols)
     rows = []
     for f in facts:
