@@ -2,7 +2,8 @@
 
 Sections: gate status and summary numbers (stable ids ``summary-<key>``, with
 ``data-value`` holding the exact figure), violations, per-category and per-source
-tables, a freshness histogram per category, a timeline of upcoming expiries
+tables, the stale-ratio trend over recent audits (when ``report["trend"]`` holds
+runs, as `overlay.trend` gives them), a freshness histogram per category, a timeline of upcoming expiries
 (facts per horizon of days until expired, and the soonest ones), the stalest facts, and the
 contradictions with their evidence.
 
@@ -75,6 +76,8 @@ def _write(report: Mapping[str, Any], digest: Digest, stream: TextIO,
     for title, key in (("By category", "by_category"), ("By source", "by_source")):
         if report.get(key):
             w(_breakdown(title, key, report[key]))
+    if (report.get("trend") or {}).get("runs"):
+        w(_trend(report["trend"]))
     w(_histograms(digest))
     w(_timeline(digest))
     w(_facts_table("Stalest facts", "stalest", digest.stalest, digest.seen))
@@ -138,6 +141,18 @@ def _histograms(digest: Digest) -> str:
     return ('<section><h2>Freshness by category</h2><p class="meta">Facts per freshness '
             'band of width 0.1 (left: stalest).</p>'
             f'<div class="charts" id="histograms">{body}</div></section>\n')
+
+
+def _trend(trend: Mapping) -> str:
+    runs = trend["runs"]
+    values = [float(r.get("stale_ratio") or 0.0) for r in runs]
+    labels = [f"#{r.get('id')}" for r in runs]
+    data = [{"run": r.get("id"), "stale-ratio": r.get("stale_ratio"), "as-of": r.get("as_of")}
+            for r in runs]
+    chart = svg.line(values, labels, data=data, title="Stale ratio per audit run")
+    return ('<section><h2>Staleness trend</h2><p class="meta">(stale + expired) / total over the '
+            f'last {len(runs)} audit run(s).</p><figure id="trend"><figcaption>stale ratio'
+            f'</figcaption>{chart}</figure></section>\n')
 
 
 def _timeline(digest: Digest) -> str:
