@@ -46,6 +46,7 @@ figure{margin:0;display:inline-block;background:#fff;border:1px solid #d6dbe3;bo
 figcaption{font-size:13px;font-weight:bold;margin-bottom:4px}
 svg .tick{font-size:10px;text-anchor:middle;fill:#5b6473}
 svg .val{font-size:10px;text-anchor:middle;fill:#1d2330}
+svg .ytick{font-size:10px;text-anchor:end;fill:#5b6473}
 .evidence{max-width:520px}.more{color:#5b6473;font-style:italic}
 """
 
@@ -136,7 +137,7 @@ def _histograms(digest: Digest) -> str:
                          title=f"Freshness of {category} facts")
         figures.append(f'<figure id="hist-{_slug(category)}" data-category="{escape(category)}" '
                        f'data-total="{sum(counts)}"><figcaption>{escape(category)} '
-                       f'({sum(counts)} facts)</figcaption>{chart}</figure>')
+                       f'({_plural(sum(counts), "fact")})</figcaption>{chart}</figure>')
     body = "".join(figures) or '<p class="more">No facts.</p>'
     return ('<section><h2>Freshness by category</h2><p class="meta">Facts per freshness '
             'band of width 0.1 (left: stalest).</p>'
@@ -216,6 +217,10 @@ def _fmt(value: Any) -> str:
 
 def _raw(value: Any) -> str:
     return "" if value is None else repr(value) if isinstance(value, float) else str(value)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def _slug(name: str) -> str:

@@ -55,21 +55,21 @@ def bars(values: Sequence[int], labels: Sequence[str], colours: Sequence[str], *
 def line(values: Sequence[float], labels: Sequence[str], *, data: Sequence[dict], title: str,
          width: int = 480, height: int = 180, colour: str = "#c0392b") -> str:
     """A line chart of fractions (0..1, y axis from 0 to the largest value), one point per value."""
-    pad_l, pad_r, pad_b, pad_t = 40, 12, 28, 14
+    pad_l, pad_r, pad_b, pad_t = 44, 16, 28, 14
     n = len(values)
     top = max([*values, 0.01])
     plot_w, plot_h = width - pad_l - pad_r, height - pad_b - pad_t
 
     def xy(i: int, v: float) -> tuple[float, float]:
-        x = pad_l + (plot_w * i / (n - 1) if n > 1 else plot_w / 2)
+        x = pad_l + 8 + ((plot_w - 16) * i / (n - 1) if n > 1 else (plot_w - 16) / 2)
         return x, pad_t + plot_h * (1 - v / top)
 
     out = [f'<svg class="chart" role="img" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}"><title>{escape(title)}</title>',
            f'<line x1="{pad_l}" y1="{height - pad_b}" x2="{width - pad_r}" y2="{height - pad_b}" '
            f'stroke="#555" stroke-width="1"/>',
-           f'<text x="{pad_l - 4}" y="{pad_t + 4}" class="tick" text-anchor="end">{top:.0%}</text>',
-           f'<text x="{pad_l - 4}" y="{height - pad_b}" class="tick" text-anchor="end">0%</text>']
+           f'<text x="{pad_l - 4}" y="{pad_t + 4}" class="ytick">{top:.0%}</text>',
+           f'<text x="{pad_l - 4}" y="{height - pad_b}" class="ytick">0%</text>']
     points = [xy(i, v) for i, v in enumerate(values)]
     if n > 1:
         path = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
