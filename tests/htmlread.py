@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from html.parser import HTMLParser
 
-VOID = {"meta", "br", "img", "input", "link", "hr", "line", "rect"}
+VOID = {"meta", "br", "img", "input", "link", "hr", "line", "rect", "circle", "polyline"}
 
 
 class Page(HTMLParser):
@@ -13,6 +13,7 @@ class Page(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.ids: dict[str, dict] = {}
         self.bars: list[dict] = []
+        self.points: list[dict] = []                   # trend chart points
         self.rows: dict[str, list[list[str]]] = {}    # table id -> rows of cell texts
         self._open: list[tuple[str, dict]] = []
         self._table: list[str] = []
@@ -25,6 +26,8 @@ class Page(HTMLParser):
         attrs = dict(attrs)
         if tag == "rect" and "bar" in (attrs.get("class") or "").split():
             self.bars.append(attrs)
+        if tag == "circle" and "point" in (attrs.get("class") or "").split():
+            self.points.append(attrs)
         if tag == "table":
             self._table.append(attrs.get("id") or "")
         elif tag == "tr" and self._table:

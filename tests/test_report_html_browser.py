@@ -52,6 +52,9 @@ def rendered(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("html")
     facts = make_facts(800, seed=51, contradicted_share=0.05)
     report = make_report(facts, passed=False, violations=["stale ratio 0.47 > max_stale_ratio 0.10"])
+    report["trend"] = {"sources": ["bot", "crm"], "runs": [
+        {"id": i, "as_of": f"2026-0{i}-01T00:00:00+00:00", "stale_ratio": r}
+        for i, r in enumerate((0.12, 0.2, 0.31, 0.47), start=1)]}
     page = tmp / "report.html"
     with page.open("w", encoding="utf-8") as fh:
         html.render(report, fh)
@@ -64,6 +67,8 @@ def test_dom_in_chromium_carries_the_reports_figures(rendered):
     parsed = Page(dom)
     assert "summary-total" in parsed.ids, dom[:500]
     check_figures(parsed, report, facts)
+    assert [(int(p["data-run"]), float(p["data-stale-ratio"])) for p in parsed.points] == [
+        (r["id"], r["stale_ratio"]) for r in report["trend"]["runs"]]
 
 
 def test_screenshot_shows_the_charts(rendered):
