@@ -3,6 +3,7 @@
 Runs wherever Chromium is installed (tests/setup_chromium.sh installs Debian's
 package). Under CI (CI=true) a missing Chromium fails the test instead of skipping it.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -89,3 +90,28 @@ def test_blank_page_is_detected_as_blank(tmp_path):
     width, height, colours = screenshot(tmp_path, page)
     assert colours.most_common(1)[0][1] >= 0.99 * width * height
     assert all(colours[bytes.fromhex(c[1:])] == 0 for _, _, c in svg.BAND_COLOURS)
+
+
+def test_page_from_the_cli_matches_the_same_audits_json(tmp_path):
+    """One audit writes JSON and HTML; Chromium's DOM of the page carries the JSON's figures."""
+    from storegen import AS_OF, make_store, write_config
+    from test_cli_gate import run
+    config = write_config(tmp_path, make_store(tmp_path / "agent.db", n=120, seed=9))
+    proc = run("audit", "--config", config, "--as-of", AS_OF, "--format", "json",
+               "--output", tmp_path / "audit.json", "--html", tmp_path / "audit.html", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads((tmp_path / "audit.json").read_text())
+    page = Page(run_chromium(tmp_path, tmp_path / "audit.html", "--dump-dom").stdout)
+    for key, value in report["summary"].items():
+        if key == "deleted":
+            continue
+        ident = "summary-" + key.replace("_", "-")
+        assert float(page.attr(ident, "data-value")) == value, key
+    per_category = {}
+    for f in report["facts"]:
+        per_category[f["category"]] = per_category.get(f["category"], 0) + 1
+    hist = {}
+    for bar in page.bars:
+        if "data-bin" in bar:
+            hist[bar["data-category"]] = hist.get(bar["data-category"], 0) + int(bar["data-count"])
+    assert hist == per_category
