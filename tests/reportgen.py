@@ -5,7 +5,9 @@ so tests compare renderer output with figures derived here, never typed in.
 """
 from __future__ import annotations
 
+import json
 import random
+from pathlib import Path
 from typing import Iterable, Iterator
 
 CATEGORIES = ("employment", "location", "preference", "contact", "general")
@@ -107,3 +109,8 @@ class OnePass:
             raise AssertionError("facts iterated twice")
         self.used = True
         yield from self._items
+
+
+def sarif_schema() -> dict:
+    """The official SARIF 2.1.0 schema vendored in tests/fixtures (see its README)."""
+    return json.loads((Path(__file__).parent / "fixtures" / "sarif-schema-2.1.0.json").read_text())

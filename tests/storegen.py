@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import random
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 AS_OF = "2026-11-29"
+EXE = os.path.join(os.path.dirname(sys.executable), "memwatch-overlay")   # the installed console script
 CATEGORIES = ("employment", "location", "preference", "contact", "general")
 
 
@@ -52,3 +56,10 @@ category = "kind"
     path = folder / "memwatch.toml"
     path.write_text(text)
     return path
+
+
+def run(*args, cwd, **env):
+    """Run the console script in `cwd`; GITHUB_* variables of the outer run are dropped."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+    return subprocess.run([EXE, *map(str, args)], capture_output=True, text=True, cwd=cwd,
+                          env={**base, "COLUMNS": "160", **env}, timeout=120)

@@ -1,21 +1,10 @@
 """The CI gate's exit codes and messages, through the installed console script."""
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 from memwatch_overlay.overlay.store import OverlayStore
-from storegen import AS_OF, make_store, write_config
-
-EXE = os.path.join(os.path.dirname(sys.executable), "memwatch-overlay")
-
-
-def run(*args, cwd, **env):
-    base = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
-    return subprocess.run([EXE, *map(str, args)], capture_output=True, text=True, cwd=cwd,
-                          env={**base, "COLUMNS": "160", **env}, timeout=120)
+from storegen import AS_OF, make_store, run, write_config
 
 
 @pytest.fixture

@@ -7,10 +7,8 @@ import jsonschema
 import pytest
 
 from htmlread import Page
-from reportgen import problem_kinds
-from storegen import AS_OF, make_store, write_config
-from test_cli_gate import run
-from test_format_sarif import SCHEMA
+from reportgen import problem_kinds, sarif_schema
+from storegen import AS_OF, make_store, run, write_config
 
 
 @pytest.fixture
@@ -49,7 +47,7 @@ def test_sarif_on_stdout_validates(project):
     proc = audit(cwd, config, "--format", "sarif")
     assert proc.returncode == 0, proc.stderr
     log = json.loads(proc.stdout)
-    jsonschema.Draft4Validator(SCHEMA).validate(log)
+    jsonschema.Draft4Validator(sarif_schema()).validate(log)
     assert len(log["runs"][0]["results"]) == sum(len(problem_kinds(f)) for f in facts) > 0
     uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in log["runs"][0]["results"]}
     assert uris == {"agent.db"}

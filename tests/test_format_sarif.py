@@ -1,15 +1,14 @@
 """SARIF 2.1.0 renderer: valid against the official schema, one result per problem."""
 import io
 import json
-from pathlib import Path
 
 import jsonschema
 import pytest
 
 from memwatch_overlay.overlay.formats import sarif
-from reportgen import OnePass, make_facts, make_report, problem_kinds
+from reportgen import OnePass, make_facts, make_report, problem_kinds, sarif_schema
 
-SCHEMA = json.loads((Path(__file__).parent / "fixtures" / "sarif-schema-2.1.0.json").read_text())
+SCHEMA = sarif_schema()
 
 
 def render(report, **kw):

@@ -94,8 +94,7 @@ def test_blank_page_is_detected_as_blank(tmp_path):
 
 def test_page_from_the_cli_matches_the_same_audits_json(tmp_path):
     """One audit writes JSON and HTML; Chromium's DOM of the page carries the JSON's figures."""
-    from storegen import AS_OF, make_store, write_config
-    from test_cli_gate import run
+    from storegen import AS_OF, make_store, run, write_config
     config = write_config(tmp_path, make_store(tmp_path / "agent.db", n=120, seed=9))
     proc = run("audit", "--config", config, "--as-of", AS_OF, "--format", "json",
                "--output", tmp_path / "audit.json", "--html", tmp_path / "audit.html", cwd=tmp_path)
