@@ -22,8 +22,10 @@ from typing import Any, Iterable
 from ..sqlite import open_readonly
 
 STORAGE_FILE = "storage.sqlite"
-# qdrant-client pickles the point id with the running Python's default protocol.
-KEY_PROTOCOLS = (4, 5, 3, 2)
+# qdrant-client pickles the point id with the running Python's default protocol
+# (4 up to Python 3.13, 5 from 3.14).
+KEY_PROTOCOLS = (4, 5)
+_STAND_INS_MAX = 256
 LOOKUP_CHUNK = 500          # ids per `IN (…)` query, well under SQLite's variable limit
 
 
@@ -47,11 +49,20 @@ class Inert:
         return Inert(*args, **kwargs)
 
 
+_stand_ins: dict[tuple[str, str], type] = {}
+
+
 class SafeUnpickler(pickle.Unpickler):
     """An Unpickler whose globals are all inert stand-ins; persistent ids are refused."""
 
     def find_class(self, module: str, name: str):
-        return type(f"{module}.{name}", (Inert,), {"__slots__": ()})
+        key = (module, name)
+        cls = _stand_ins.get(key)
+        if cls is None:
+            cls = type(f"{module}.{name}", (Inert,), {"__slots__": ()})
+            if len(_stand_ins) < _STAND_INS_MAX:   # stores name a handful of classes
+                _stand_ins[key] = cls
+        return cls
 
     def persistent_load(self, pid):
         raise pickle.UnpicklingError("persistent ids are not supported")
