@@ -108,7 +108,10 @@ class Detector:
             if old.ref == newer.ref or old.learned_at > newer.learned_at:
                 continue
             self.comparisons += 1
-            v = self._pair(newer, nr, old, self.read(old))
+            orr = self.read(old)
+            if nr.entity and orr.entity and nr.entity != orr.entity:
+                continue                # the texts are about two different named people
+            v = self._pair(newer, nr, old, orr)
             best = _best(v.conflicts)
             if best is not None:
                 out.append(best)
@@ -304,7 +307,7 @@ class Detector:
             v.conflicts.append(self._make(
                 old, new, "cue", c.confidence,
                 f'"{c.cue}" about "{", ".join(hit[:3])}": "{_short(c.evidence)}"',
-                "UPDATE" if c.new_value else "EXPIRE", old.key, old.text, c.new_value))
+                "UPDATE" if c.new_value else "EXPIRE", self._own_key(old), old.text, c.new_value))
 
     # ------------------------------------------------------------ semantic layer
     def _semantic(self, new: FactView, nr: Reading, olders: list[FactView]) -> list[Contradiction]:
@@ -335,7 +338,7 @@ class Detector:
                 out.append(self._make(old, new, "semantic", conf,
                                       f'"{cue.cue}" in a clause similar to it (cosine {csims[best]:.2f}): '
                                       f'"{_short(cue.evidence)}"',
-                                      "EXPIRE", old.key, old.text, None))
+                                      "EXPIRE", self._own_key(old), old.text, None))
             return out
         for old, sim in cands:
             verdict = self.judge.verdict(old.text, new.text)
@@ -345,17 +348,21 @@ class Detector:
             if ok:
                 out.append(self._make(old, new, "judge", conf,
                                       why or f"judge: contradiction (cosine {sim:.2f})",
-                                      "EXPIRE", old.key, old.text, None))
+                                      "EXPIRE", self._own_key(old), old.text, None))
         return out
 
     # ------------------------------------------------------------ helpers
     def _conflict(self, v: _Verdict, sd: SlotDef, old: FactView, new: FactView, os_: Slot,
                   new_value, kind: str, _unused, evidence: str, conf: float | None = None) -> None:
-        key = old.key if (old.key and (sd.matches_key(old.key)
-                                       or self.pack.slot_for_key(old.key) is None)) else sd.name
+        key = self._own_key(old) if (self._own_key(old) and (
+            sd.matches_key(old.key) or self.pack.slot_for_key(old.key) is None)) else sd.name
         action = "UPDATE" if new_value else "EXPIRE"
         v.conflicts.append(self._make(old, new, kind, sd.confidence if conf is None else conf,
                                       evidence, action, key, os_.raw or old.text, new_value))
+
+    def _own_key(self, fact: FactView) -> str | None:
+        """The fact's store key when it means something (not a uuid or a generic name)."""
+        return fact.key if fact.key and not self.pack.is_generic_key(fact.key) else None
 
     @staticmethod
     def _make(old, new, kind, conf, evidence, action, key, old_value, new_value) -> Contradiction:

@@ -100,6 +100,7 @@ class Reading:
     slots: tuple[Slot, ...]
     cues: tuple[CueHit, ...]
     anchors: frozenset[str]
+    entity: str | None = None      # the person a text is about when it names one ("Priya ...")
 
 
 # ---------------------------------------------------------------- text helpers
@@ -293,7 +294,7 @@ class Extractor:
         parts = clauses(t)
         slots = tuple(self.slots(t, parts))
         cues = tuple(self.cues(parts))
-        return Reading(t, slots, cues, self.anchors(t, subject_words))
+        return Reading(t, slots, cues, self.anchors(t, subject_words), self.entity(t))
 
     def slots(self, t: str, parts: list[tuple[str, str]] | None = None,
               category: str | None = None) -> list[Slot]:
@@ -337,6 +338,16 @@ class Extractor:
                         confidence=cue.confidence, new_value=_clean(m.groupdict().get("n")),
                         evidence=clause))
         return hits
+
+    def entity(self, t: str) -> str | None:
+        """The name a text opens a sentence with as its subject ("Tomasz is ...", "Priya's")."""
+        for m in _NAMED_SUBJECT.finditer(t):
+            name = m.group(1)
+            low = name.lower()
+            if low in self.pack.stopwords or low in self.pack.generic_words or low in _NOT_NAMES:
+                continue
+            return low
+        return None
 
     def anchors(self, t: str, subject_words: frozenset[str] = frozenset()) -> frozenset[str]:
         """Salient words of a text: what a cue must mention to end this fact."""
@@ -487,6 +498,19 @@ _SUBJECT_VERBS = {"is", "has", "was", "had", "works", "lives", "likes", "loves",
                   "participated", "organized", "worked", "signed", "discussed", "seems",
                   "plays", "prefers", "speaks", "drives", "adopted", "moved", "joined",
                   "married", "and", "said", "says", "went", "became", "decided"}
+
+
+_NAMED_SUBJECT = re.compile(
+    r"(?:^|[:.!?;]\s+)([A-Z][a-z\u00C0-\u024F]+)(?:'s\b|(?:\s+(?:just|recently|now|finally|also|still|"
+    r"actually|really|has|have|had|never|always))?\s+(?:" + "|".join(sorted(_SUBJECT_VERBS - {"and"}))
+    + r")\b)")
+_NOT_NAMES = {"user", "she", "he", "they", "we", "it", "this", "that", "there", "here", "everyone",
+              "someone", "nobody", "honestly", "actually", "also", "just", "mom", "mum", "dad",
+              "mother", "father", "parents", "sister", "brother", "son", "daughter", "kids", "wife",
+              "husband", "partner", "girlfriend", "boyfriend", "fiance", "fiancee", "friend", "boss",
+              "neighbour", "neighbor", "baby", "family", "phone", "email", "number", "address",
+              "title", "favorite", "favourite", "diet", "team", "religion", "car", "age", "height",
+              "weight", "status", "name", "birthday", "everything", "nothing", "today", "yesterday"}
 
 
 def _anchor_forms(words) -> list[str]:
