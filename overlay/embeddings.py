@@ -57,7 +57,7 @@ class Embedder:
 
     def __init__(self, model: str | os.PathLike | None = None, device: str = "cpu",
                  batch_size: int = DEFAULT_BATCH, memory_cache: int = DEFAULT_MEMORY_CACHE):
-        if model is None:
+        if model is None or str(model) == DEFAULT_MODEL_NAME:
             self.model_path = default_model_path()
             self.model_name = DEFAULT_MODEL_NAME
         else:
