@@ -13,6 +13,8 @@ from .presets import Match
 from .registry import available_presets
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+# Heuristic presets: detection writes their mapping out in full instead of naming them.
+GENERIC_PRESETS = ("generic", "generic-json")
 
 
 @dataclass
@@ -78,7 +80,7 @@ def source_from_detection(det: Detection, name: str = "store") -> SourceConfig:
     values = dict(best.defaults)
     ids = values.pop("id", [])
     ids = [ids] if isinstance(ids, str) else list(ids)
-    preset = None if best.preset == "generic" else best.preset
+    preset = None if best.preset in GENERIC_PRESETS else best.preset
     cfg = SourceConfig(name=name, connector=det.kind, preset=preset, id=ids, base_dir=Path.cwd(), **values)
     if det.kind == "postgres":
         cfg.dsn = det.target

@@ -31,6 +31,10 @@ BUILTIN_PRESETS = {
     "openai-agents": "memwatch_overlay.connectors.presets.openai_agents:OpenAIAgentsSession",
     "crewai": "memwatch_overlay.connectors.presets.crewai:CrewAILongTermMemory",
     "generic": "memwatch_overlay.connectors.presets.generic:GenericTable",
+    "mcp-memory": "memwatch_overlay.connectors.presets.mcp_memory:McpMemoryGraph",
+    "generic-json": "memwatch_overlay.connectors.presets.generic_json:GenericJson",
+    "mem0-pgvector": "memwatch_overlay.connectors.presets.mem0_pgvector:Mem0PgVector",
+    "langgraph-postgres": "memwatch_overlay.connectors.presets.langgraph_postgres:LangGraphPostgresStore",
 }
 
 
@@ -91,6 +95,12 @@ def make_connector(source: SourceConfig) -> Connector:
     """The connector (or preset subclass) for one [[sources]] entry."""
     if source.preset:
         cls = preset_class(source.preset)
+        kind = getattr(cls, "kind", "sqlite")
+        if kind != source.connector:
+            fits = [n for n, c in available_presets().items() if getattr(c, "kind", "sqlite") == source.connector]
+            raise ConfigError(f"preset {source.preset!r} reads {kind} stores, but source {source.name!r} has "
+                              f"connector = {source.connector!r} (presets for {source.connector}: "
+                              f"{', '.join(fits) or 'none'})", field="preset")
         source = with_preset_defaults(source, getattr(cls, "defaults", {}))
         return cls(source)
     return connector_class(source.connector)(source)
