@@ -101,10 +101,17 @@ def mapping_snippet(det: Detection) -> str:
     where = f'dsn = "{target}"' if det.kind == "postgres" else f'path = "{target}"'
     first = det.tables[0] if det.tables else None
     cols = first.columns if first else []
+    lines = ["# memwatch.toml", "[[sources]]", 'name = "bot"', f'connector = "{det.kind}"', where]
+    if det.kind == "json":
+        lines += [f'records = "{first.name if first else "[*]"}"          # which values are memories',
+                  'text = "<field holding the memory text>"      # fields: ' + ", ".join(cols),
+                  'created_at = "<field holding when it was written>"   # optional for JSON',
+                  '# optional: id, subject, key, updated_at, accessed_at, access_count, category',
+                  '# paths are relative to each record; see docs/json-sources.md']
+        return "\n".join(lines)
     pk = (first.pk[0] if first and first.pk else (cols[0] if cols else "id"))
-    lines = ["# memwatch.toml", "[[sources]]", 'name = "bot"', f'connector = "{det.kind}"', where,
-             f'table = "{first.name if first else "my_table"}"', f'id = "{pk}"',
-             'text = "<column holding the memory text>"      # columns: ' + ", ".join(cols),
-             'created_at = "<column holding when it was written>"',
-             '# optional: subject, key, updated_at, accessed_at, access_count, category, where']
+    lines += [f'table = "{first.name if first else "my_table"}"', f'id = "{pk}"',
+              'text = "<column holding the memory text>"      # columns: ' + ", ".join(cols),
+              'created_at = "<column holding when it was written>"',
+              '# optional: subject, key, updated_at, accessed_at, access_count, category, where']
     return "\n".join(lines)

@@ -104,3 +104,42 @@ def make_connector(source: SourceConfig) -> Connector:
         source = with_preset_defaults(source, getattr(cls, "defaults", {}))
         return cls(source)
     return connector_class(source.connector)(source)
+
+
+def catalog() -> dict[str, list[dict]]:
+    """Connectors and presets with where each came from (for `memwatch-overlay connectors`).
+
+    Built-ins are imported to read their description (a missing extra is reported,
+    not raised); plugins are listed from their entry-point metadata without loading them.
+    """
+    connectors = []
+    for kind, spec in BUILTIN_CONNECTORS.items():
+        row = {"name": kind, "origin": f"built-in ({spec})", "description": "", "available": True, "note": ""}
+        try:
+            row["description"] = _load(spec).description
+        except ImportError as exc:
+            row["available"], row["note"] = False, _unavailable(exc)
+        connectors.append(row)
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        dist = getattr(ep, "dist", None)
+        origin = f"plugin {dist.name} {dist.version}" if dist is not None else "plugin"
+        connectors.append({"name": ep.name, "origin": f"{origin} ({ep.value})", "description": "",
+                           "available": True, "note": "entry point, loaded when a config names it"})
+    presets = []
+    for name, spec in BUILTIN_PRESETS.items():
+        row = {"name": name, "origin": f"built-in ({spec})", "kind": "", "description": "",
+               "available": True, "note": ""}
+        try:
+            cls = _load(spec)
+            row["kind"] = getattr(cls, "kind", "sqlite")
+            row["description"] = getattr(cls, "description", "")
+        except ImportError as exc:
+            row["available"], row["note"] = False, _unavailable(exc)
+        presets.append(row)
+    return {"connectors": connectors, "presets": presets}
+
+
+def _unavailable(exc: ImportError) -> str:
+    if exc.name and exc.name.split(".")[0] == "psycopg":
+        return "needs psycopg: pip install 'memwatch-overlay[postgres]'"
+    return f"unavailable: {exc}"

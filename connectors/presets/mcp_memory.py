@@ -42,6 +42,7 @@ class McpMemoryGraph(JsonConnector):
     description = "MCP memory server knowledge graph (JSONL entities with observations, relations)"
     # What `init` writes and the mapping documents; read() below implements it directly.
     defaults = dict(records="observations[*]", text="@", subject="^.name")
+    fixed_mapping = True    # mapping keys in memwatch.toml do not change how this layout is read
 
     @classmethod
     def match(cls, tables):
