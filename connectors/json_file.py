@@ -255,7 +255,8 @@ class JsonConnector(Connector):
         if not self.source.text:
             raise ConnectorError(f"source {name!r}: `text` (the path of the memory's text) is not mapped")
         self._fields = {k: parse(k, getattr(self.source, k)) for k in MAPPING_KEYS if getattr(self.source, k)}
-        self._ids = [parse("id", spec) for spec in self.source.id]
+        ids = [self.source.id] if isinstance(self.source.id, str) else self.source.id
+        self._ids = [parse("id", spec) for spec in ids]
         records = self.source.records
         if records is None or records.strip() in ("$", ""):
             self._selector = None
@@ -311,6 +312,8 @@ class JsonConnector(Connector):
                         and prefix_digest(fh, offset) == cursor.get("prefix"))
                 if same:
                     start, line_no = offset, int(cursor.get("line", 0))
+                    if cursor.get("open"):
+                        line_no -= 1   # the newline still to come ends the line already read
                     self.read_all = False
                     if st.st_size == offset:
                         self.cursor = cursor
@@ -318,6 +321,7 @@ class JsonConnector(Connector):
             fh.seek(start)
             pos = start
             done_pos, done_line = start, line_no
+            open_line = False
             for raw in fh:
                 line_no += 1
                 pos += len(raw)
@@ -343,9 +347,10 @@ class JsonConnector(Connector):
                 if not complete and not isinstance(value, (dict, list)):
                     continue   # `12` may yet become `123`: wait for the newline
                 done_pos, done_line = pos, line_no
+                open_line = not complete
                 yield Document(value, line_no)
             self.cursor = {"format": "jsonl", "file": _identity(st), "offset": done_pos,
-                           "line": done_line, "prefix": prefix_digest(fh, done_pos)}
+                           "line": done_line, "prefix": prefix_digest(fh, done_pos), "open": open_line}
 
     # -- document -> records -----------------------------------------------------------
     def select(self, doc: Document) -> Iterator[tuple[Any, tuple]]:
