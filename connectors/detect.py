@@ -14,7 +14,7 @@ from .registry import available_presets
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 # Heuristic presets: detection writes their mapping out in full instead of naming them.
-GENERIC_PRESETS = ("generic", "generic-json")
+GENERIC_PRESETS = ("generic", "generic-json", "generic-postgres")
 
 
 @dataclass

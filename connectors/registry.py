@@ -33,6 +33,7 @@ BUILTIN_PRESETS = {
     "generic": "memwatch_overlay.connectors.presets.generic:GenericTable",
     "mcp-memory": "memwatch_overlay.connectors.presets.mcp_memory:McpMemoryGraph",
     "generic-json": "memwatch_overlay.connectors.presets.generic_json:GenericJson",
+    "generic-postgres": "memwatch_overlay.connectors.presets.generic_postgres:GenericPostgres",
     "mem0-pgvector": "memwatch_overlay.connectors.presets.mem0_pgvector:Mem0PgVector",
     "langgraph-postgres": "memwatch_overlay.connectors.presets.langgraph_postgres:LangGraphPostgresStore",
 }

@@ -282,7 +282,7 @@ def test_query_and_where_in_the_postgres_dialect(langgraph_db, tmp_path):
     cfg = tmp_path / "memwatch.toml"
     cfg.write_text(
         "[[sources]]\nname = \"q\"\nconnector = \"postgres\"\n"
-        f"dsn_env = \"MW_TEST_DSN\"\n"
+        "dsn_env = \"MW_TEST_DSN\"\n"
         "query = \"SELECT prefix || '/' || key AS id, value ->> 'memory' AS memory, updated_at "
         "FROM store WHERE value ? 'memory'\"\n"
         "id = \"id\"\ntext = \"memory\"\ncreated_at = \"updated_at\"\n"
@@ -397,8 +397,32 @@ def test_sources_detect_lists_every_match(new_db):
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert SECRET not in proc.stdout
-    assert {m["preset"] for m in data["matches"]} == {"langgraph-postgres", "mem0-pgvector"}
+    ranked = [m["preset"] for m in data["matches"]]
+    assert set(ranked[:2]) == {"langgraph-postgres", "mem0-pgvector"}
+    assert ranked[2:] == ["generic-postgres"]          # the heuristics rank below real presets
     tables = {t["name"] for t in data["tables"]}
     assert {"store", "mem0"} <= tables
     text = run("sources", "detect", dsn)
     assert "langgraph-postgres" in text.stdout and "mem0-pgvector" in text.stdout
+
+
+def test_home_made_table_zero_config_and_init(new_db, tmp_path):
+    dsn = new_db("homemade")
+    admin(dsn, "CREATE SCHEMA bot",
+          "CREATE TABLE bot.agent_facts (id bigint PRIMARY KEY, user_id text, fact_value text, "
+          "created_at timestamp)",
+          "CREATE TABLE bot.no_key (fact_value text, created_at timestamp)",
+          "INSERT INTO bot.agent_facts VALUES (1, 'u1', 'Works at Google', '2025-06-07 10:00'), "
+          "(2, 'u1', 'Joined Stripe', '2026-11-20 10:00')")
+    det = detect(dsn)
+    assert [m.preset for m in det.matches] == ["generic-postgres"]
+    assert det.matches[0].defaults["table"] == "bot.agent_facts"
+    zero = run("audit", dsn, "--format", "json", "--as-of", AS_OF, "--overlay", tmp_path / "a.db")
+    cfg = tmp_path / "memwatch.toml"
+    assert run("init", dsn, "--output", cfg).returncode == 0
+    assert 'table = "bot.agent_facts"' in cfg.read_text() and "preset =" not in cfg.read_text()
+    again = run("audit", "--config", cfg, "--format", "json", "--as-of", AS_OF, "--overlay", tmp_path / "b.db")
+    assert _summary_and_labels(zero) == _summary_and_labels(again)
+    facts = {f["pk"]["id"]: f for f in json.loads(zero.stdout)["facts"]}
+    assert facts["1"]["created_at"] == "2025-06-07T10:00:00+00:00"   # timestamp without zone = UTC
+    assert facts["1"]["category"] == "employment" and facts["1"]["subject"] == "u1"
