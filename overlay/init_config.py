@@ -67,7 +67,7 @@ def init_config(target: str, output: str | os.PathLike = DEFAULT_OUTPUT, force: 
     if out.is_dir():
         raise ConfigError(f"{out} is a directory; give a file name", field="--output")
     det = detect(target)
-    source = source_from_detection(det, name=name or _zero_config_name(target, None))
+    source = source_from_detection(det, name=name or _zero_config_name(target, None, det))
     text, dropped = render_config(det, source, out.resolve().parent)
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")

@@ -147,7 +147,8 @@ def test_zero_config_audit_langgraph_postgres(langgraph_db, tmp_path):
     src = report["sources"][0]
     assert src["connector"] == "postgres" and src["preset"] == "langgraph-postgres"
     assert src["target"] == with_password(langgraph_db, "***")
-    db = langgraph_db.rsplit("/", 1)[1]
+    db = src["name"]
+    assert db == "langgraph-postgres"           # zero-config sources are named after their preset
     facts = {f["ref"]: f for f in report["facts"]}
     assert set(facts) == {f"{db}:store:users.{ns[1]}.memories:{key}" for ns, key, _, _ in LG_ITEMS}
     old = facts[f"{db}:store:users.u_priya.memories:emp.old"]

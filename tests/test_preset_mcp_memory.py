@@ -48,7 +48,7 @@ def test_zero_config_audit_gives_one_fact_per_observation(agent_store, tmp_path)
         fact = obs[(item["source"]["entity"], item["text"])]
         assert fact["subject"] == item["source"]["entity"]
         assert fact["pk"] == {"entity": item["source"]["entity"], "observation": observation_id(item["text"])}
-        assert fact["ref"] == f"memory:observations:{item['source']['entity']}:{observation_id(item['text'])}"
+        assert fact["ref"] == f"mcp-memory:observations:{item['source']['entity']}:{observation_id(item['text'])}"
         assert fact["created_at"] is None and fact["first_seen"] is not None   # aged from first sight
     assert len(obs) == len(manifest["items"])
     rels = [f for f in facts if f["table"] == "relations"]
