@@ -329,7 +329,15 @@ class PostgresConnector(TableConnector):
             except psycopg.Error:
                 pass
 
+    def _ensure_connected(self) -> None:
+        """Reconnect when the server dropped the session (restart, idle timeout) since the last read."""
+        if self.conn is None or self.conn.closed or self.conn.broken:
+            if self.conn is not None:
+                self.conn.close()
+            self.conn = connect(self.dsn)
+
     def read(self, cursor: dict | None = None) -> Iterator[Record]:
+        self._ensure_connected()
         columns = self.query_columns()
         mapping = self.mapping(columns)
         pks = self.pk_columns(columns)

@@ -229,6 +229,19 @@ def test_session_is_read_only_and_rows_stream_from_a_named_cursor(langgraph_db):
         assert check.execute("SELECT count(*) FROM store").fetchone()[0] == len(LG_ITEMS)
 
 
+def test_a_dropped_session_is_reopened_on_the_next_read(langgraph_db):
+    import psycopg
+    with make_connector(lg_source(langgraph_db)) as conn:
+        assert len(list(conn.read(None))) == len(LG_ITEMS)
+        pid = conn.conn.info.backend_pid
+        with psycopg.connect(langgraph_db, autocommit=True) as other:     # e.g. a server restart
+            other.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        with pytest.raises(ConnectorError, match="read failed|cannot read table"):
+            list(conn.read(None))
+        assert len(list(conn.read(None))) == len(LG_ITEMS)           # the next read reconnects
+        assert conn.conn.info.backend_pid != pid
+
+
 def test_watermark_reads_only_what_changed(new_db):
     dsn = new_db("lgincr")
     langgraph_store(dsn, [(("users", f"u{i}", "memories"), f"k{i}", {"memory": f"fact {i}"}, None)
