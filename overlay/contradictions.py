@@ -354,8 +354,8 @@ class Detector:
     # ------------------------------------------------------------ helpers
     def _conflict(self, v: _Verdict, sd: SlotDef, old: FactView, new: FactView, os_: Slot,
                   new_value, kind: str, _unused, evidence: str, conf: float | None = None) -> None:
-        key = self._own_key(old) if (self._own_key(old) and (
-            sd.matches_key(old.key) or self.pack.slot_for_key(old.key) is None)) else sd.name
+        own = self._own_key(old)
+        key = own if own and self.pack.slot_for_key(own) in (None, sd) else sd.name
         action = "UPDATE" if new_value else "EXPIRE"
         v.conflicts.append(self._make(old, new, kind, sd.confidence if conf is None else conf,
                                       evidence, action, key, os_.raw or old.text, new_value))

@@ -100,18 +100,21 @@ class Pack:
 
     def slot_for_key(self, key: str | None) -> SlotDef | None:
         """The slot a store key names, or None (unknown or generic key)."""
-        if not key or self.is_generic_key(key):
+        if not key:
             return None
-        for s in self.slots:
-            if s.matches_key(key):
-                return s
-        return None
+        memo = self.__dict__.setdefault("_slot_for_key", {})
+        if key not in memo:
+            memo[key] = None if self.is_generic_key(key) else next(
+                (s for s in self.slots if s.matches_key(key)), None)
+        return memo[key]
 
     def is_generic_key(self, key: str) -> bool:
-        k = key.strip().lower()
-        if re.fullmatch(r"[0-9a-f-]{8,}|\d+", k):       # uuids and row numbers are not keys
-            return True
-        return any(fnmatch.fnmatchcase(k, g) for g in self.generic_keys)
+        memo = self.__dict__.setdefault("_generic_key", {})
+        if key not in memo:
+            k = key.strip().lower()
+            memo[key] = bool(re.fullmatch(r"[0-9a-f-]{8,}|\d+", k)      # uuids, row numbers
+                             or any(fnmatch.fnmatchcase(k, g) for g in self.generic_keys))
+        return memo[key]
 
 
 def load_pack(path: str | Path | None = None) -> Pack:

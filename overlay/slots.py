@@ -183,9 +183,28 @@ def _any(rxs, text: str) -> bool:
     return any(r.search(text) for r in rxs)
 
 
+def _literal_regex(words) -> re.Pattern:
+    """A regex finding any of ``words`` (plain lower-case strings) in lower-cased text."""
+    return re.compile("|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True)))
+
+
+def _merge(rxs) -> tuple[re.Pattern, ...]:
+    """One regex for a list of guard regexes (named groups dropped); the list if that fails."""
+    if len(rxs) < 2:
+        return tuple(rxs)
+    try:
+        src = "|".join("(?:" + re.sub(r"\(\?P<\w+>", "(?:", r.pattern) + ")" for r in rxs)
+        return (re.compile(src, rxs[0].flags),)
+    except re.error:
+        return tuple(rxs)
+
+
 class _Guards:
+    """The pack's guard lists, each merged into one regex (one search instead of many)."""
+
     def __init__(self, pack: Pack):
-        self.g = pack.guards
+        self.g = {name: _merge(rxs) for name, rxs in pack.guards.items() if name != "duration"}
+        self.g["duration"] = pack.guards["duration"]     # read group by group, not merged
 
     def hedged(self, prefix: str) -> bool:
         return _any(self.g["hedge"], prefix)
@@ -288,6 +307,7 @@ class Extractor:
         self.pack = pack
         self.guards = _Guards(pack)
         self._lits: dict[int, tuple[str, ...] | None] = {}
+        self._need: dict[int, re.Pattern | None] = {}
         self._gates: dict[str, re.Pattern | None] = {}
         for sd in pack.slots:
             rxs = (*sd.assert_, *sd.deny, *sd.end, *sd.event,
@@ -302,18 +322,19 @@ class Extractor:
         gated = True
         for r in rxs:
             lits = self._lits[id(r)] = required_literals(r)
+            self._need[id(r)] = _literal_regex(lits) if lits else None
             if lits:
                 words.update(lits)
             else:
                 gated = False
         if not gated or not words:
             return None
-        return re.compile("|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)))
+        return _literal_regex(words)
 
     def _finditer(self, r: re.Pattern, text: str, low: str):
         """``r.finditer(text)``, skipped when ``low`` lacks every literal ``r`` needs."""
-        lits = self._lits.get(id(r))
-        if lits and not any(w in low for w in lits):
+        need = self._need.get(id(r))
+        if need is not None and not need.search(low):
             return ()
         return r.finditer(text)
 
@@ -328,7 +349,7 @@ class Extractor:
     def slots(self, t: str, parts: list[tuple[str, str]] | None = None,
               category: str | None = None) -> list[Slot]:
         parts = clauses(t) if parts is None else parts
-        infos = [self._info(c, s) for c, s in parts]
+        infos: list[_Clause] = []
         out: list[Slot] = []
         low = t.lower()
         for sd in self.pack.slots:
@@ -337,6 +358,8 @@ class Extractor:
             gate = self._gates.get(sd.name)
             if gate is not None and not gate.search(low):
                 continue                    # none of the slot's regexes can match this text
+            if not infos:
+                infos = [self._info(c, s) for c, s in parts]
             out.extend(self._slot(sd, infos))
         return _dedupe(out)
 
@@ -344,8 +367,7 @@ class Extractor:
         g = self.guards
         held, year = g.held(clause)
         return _Clause(clause, g.question(sentence), held, year, g.temporary(clause),
-                       _any(self.pack.guards["replacement"], clause),
-                       _any(self.pack.guards["addition"], clause))
+                       _any(g.g["replacement"], clause), _any(g.g["addition"], clause))
 
     def cues(self, parts: list[tuple[str, str]]) -> list[CueHit]:
         hits = []
@@ -460,7 +482,7 @@ class Extractor:
                         usable, neg = ok(m)
                         if not usable or overlaps(m) or (temporary and sd.category == "location"):
                             continue
-                        if sd.mode == "polar" and _any(self.pack.guards["restrict"], clause[m.end():]):
+                        if sd.mode == "polar" and _any(g.g["restrict"], clause[m.end():]):
                             continue
                         gd = m.groupdict()
                         raw = _clean(gd.get("v"))
@@ -515,7 +537,7 @@ class Extractor:
         """Whether the comma-separated part of the clause around ``pos`` says "now"."""
         start = clause.rfind(",", 0, pos) + 1
         end = clause.find(",", pos)
-        return _any(self.pack.guards["current"], clause[start:end if end >= 0 else len(clause)])
+        return _any(self.guards.g["current"], clause[start:end if end >= 0 else len(clause)])
 
     def _value(self, sd: SlotDef, raw: str | None) -> str | None:
         if raw is None:
