@@ -200,7 +200,7 @@ class Detector:
         if os_.polarity < 0:
             for s in positives:
                 if _same(sd, s.value, os_.value):
-                    self._conflict(v, sd, old, new, os_, s.value, "value", s.raw,
+                    self._conflict(v, sd, old, new, os_, s.value, "value",
                                    f'{sd.name}: was "not {os_.value}", now "{s.value}"')
             return
         same = [s for s in positives if _same(sd, s.value, os_.value)]
@@ -212,17 +212,17 @@ class Detector:
         for s in news:
             if s.kind == "end" and (s.value is None or _same(sd, s.value, os_.value)):
                 if _qualifier_ok(s, old):
-                    self._conflict(v, sd, old, new, os_, s.new_value or replacement, "cue", None,
+                    self._conflict(v, sd, old, new, os_, s.new_value or replacement, "cue",
                                    f'{sd.name} "{os_.value}" ended: "{_short(s.evidence)}"')
             elif s.kind == "assert" and s.polarity < 0 and _same(sd, s.value, os_.value):
-                self._conflict(v, sd, old, new, os_, replacement, "cue", None,
+                self._conflict(v, sd, old, new, os_, replacement, "cue",
                                f'{sd.name}: no longer "{os_.value}"')
         for s in positives:
             if _held_before(s, new, gap):
                 continue
             conf = sd.confidence * (0.9 if (s.implied or os_.implied) else 1.0)
             self._conflict(v, sd, old, new, os_, s.raw if sd.value != "term" else s.value,
-                           "value", None, f'{sd.name}: "{os_.value}" -> "{s.value}"', conf)
+                           "value", f'{sd.name}: "{os_.value}" -> "{s.value}"', conf)
 
     def _mode_multi(self, sd, news, os_, new, old, gap, v) -> None:
         if os_.kind != "assert" or os_.polarity < 0:
@@ -235,10 +235,10 @@ class Detector:
         for s in news:
             if s.kind == "end" and ((s.value is None and _qualifier_ok(s, old))
                                     or (s.value is not None and _same(sd, s.value, os_.value))):
-                self._conflict(v, sd, old, new, os_, None, "cue", None,
+                self._conflict(v, sd, old, new, os_, None, "cue",
                                f'{sd.name} "{os_.raw}" ended: "{_short(s.evidence)}"')
             elif (s.kind == "assert" and s.polarity > 0 and s.replacement and not s.addition):
-                self._conflict(v, sd, old, new, os_, s.raw, "value", None,
+                self._conflict(v, sd, old, new, os_, s.raw, "value",
                                f'new {sd.name} "{s.raw}" replaces "{os_.raw}"')
 
     def _mode_polar(self, sd, news, os_, new, old, gap, v) -> None:
@@ -250,7 +250,7 @@ class Detector:
             else:
                 verb = "now" if s.polarity > 0 else "no longer"
                 self._conflict(v, sd, old, new, os_, (s.value if s.polarity > 0 else f"not {s.value}"),
-                               "value", None, f'{sd.name}({os_.key}): {verb} "{s.value}"')
+                               "value", f'{sd.name}({os_.key}): {verb} "{s.value}"')
 
     def _mode_count(self, sd, news, os_, new, old, gap, v) -> None:
         if os_.kind != "assert" or os_.key is None:
@@ -264,10 +264,10 @@ class Detector:
                 if n == o:
                     v.confirmed = True
                 elif n is not None:
-                    self._conflict(v, sd, old, new, os_, f"{n:g}", "value", None,
+                    self._conflict(v, sd, old, new, os_, f"{n:g}", "value",
                                    f'{os_.key or sd.name}: {o:g} -> {n:g}')
             elif s.kind == "event":
-                self._conflict(v, sd, old, new, os_, f"{max(0, o + s.delta):g}", "cue", None,
+                self._conflict(v, sd, old, new, os_, f"{max(0, o + s.delta):g}", "cue",
                                f'{os_.key or sd.name}: {o:g} then "{_short(s.evidence)}"')
 
     def _mode_number(self, sd, news, os_, new, old, gap, v) -> None:
@@ -277,10 +277,10 @@ class Detector:
             if s.kind != "assert" or n is None or o is None:
                 continue
             expected = o + sd.per_year * gap / 365.25
-            if abs(n - expected) <= sd.tolerance + (1.0 if sd.per_year else 0.0) * 0:
+            if abs(n - expected) <= sd.tolerance:
                 v.confirmed = True
             else:
-                self._conflict(v, sd, old, new, os_, f"{n:g}", "value", None,
+                self._conflict(v, sd, old, new, os_, f"{n:g}", "value",
                                f'{sd.name}: {o:g} -> {n:g}')
 
     def _mode_progress(self, sd, news, os_, new, old, gap, v) -> None:
@@ -288,7 +288,7 @@ class Detector:
             return
         for s in news:
             if s.kind == "end" and s.new_value and _overlap(s.new_value, os_.value):
-                self._conflict(v, sd, old, new, os_, s.new_value, "cue", None,
+                self._conflict(v, sd, old, new, os_, s.new_value, "cue",
                                f'{sd.name}: "{os_.value}" completed: "{_short(s.evidence)}"')
             elif s.kind == "assert" and _same(sd, s.value, os_.value):
                 v.confirmed = True
@@ -353,7 +353,8 @@ class Detector:
 
     # ------------------------------------------------------------ helpers
     def _conflict(self, v: _Verdict, sd: SlotDef, old: FactView, new: FactView, os_: Slot,
-                  new_value, kind: str, _unused, evidence: str, conf: float | None = None) -> None:
+                  new_value, kind: str, evidence: str, conf: float | None = None) -> None:
+        """Record that ``new`` outdates ``old`` on slot ``sd`` (old slot reading ``os_``)."""
         own = self._own_key(old)
         key = own if own and self.pack.slot_for_key(own) in (None, sd) else sd.name
         action = "UPDATE" if new_value else "EXPIRE"

@@ -49,17 +49,28 @@ def detect_changed(store: OverlayStore, detector: Detector, source_id: int, sync
         index = BlockIndex(detector, views)
         changed_ids = {r["id"] for r in rows}
         pairs: set[tuple[int, int]] = set()
-        order = {i: (v.learned_at, i) for i, v in views.items()}     # ties broken by row id
+        # Recency: learned_at, ties broken by row id (a store without timestamps lists its
+        # records oldest first) but only within one table: two tables with no timestamps
+        # (an MCP graph's observations and relations) say nothing about which came first.
+        order = {i: (v.learned_at, i) for i, v in views.items()}
+        table = {r["id"]: r["tbl"] for r in block}
+
+        def older(i: int, j: int) -> bool:
+            """Fact i is known to be older than fact j."""
+            if views[i].learned_at == views[j].learned_at and table[i] != table[j]:
+                return False
+            return order[i] < order[j]
+
         for row in rows:
             me = views[row["id"]]
-            mine = order[row["id"]]
-            olders = [views[i] for i in index.candidates(row["id"]) if order[i] < mine]
+            mine = row["id"]
+            olders = [views[i] for i in index.candidates(mine) if older(i, mine)]
             for c in detector.compare(me, olders):
                 pairs.add((ids[c.older], ids[c.newer]))
                 found += _save(store, ids, c, now)
             # an unchanged newer fact may outdate this one (changed ones are handled in their turn)
-            for i in index.could_outdate(row["id"]):
-                if i in changed_ids or order[i] < mine:
+            for i in index.could_outdate(mine):
+                if i in changed_ids or not older(mine, i):
                     continue
                 for c in detector.compare(views[i], [me]):
                     if (ids[c.older], ids[c.newer]) not in pairs:

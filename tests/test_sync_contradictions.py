@@ -230,3 +230,29 @@ def test_block_index_loses_nothing_the_rules_would_find():
     assert det.comparisons - before < len(views) * (len(views) - 1) / 2 / 5   # far fewer pairs
     reverse = {(views[i].ref, views[j].ref) for i in views for j in index.could_outdate(i) if j > i}
     assert brute <= reverse
+
+
+def test_mcp_memory_graph_without_timestamps(tmp_path, agent_store):
+    """Observations are listed oldest first; relations are another table with no order
+    relative to them, so only pairs within one table are judged."""
+    folder = agent_store("mcp-memory")
+    manifest = json.loads((folder / "manifest.json").read_text())
+    result = audit(str(folder / "memory.jsonl"), as_of=parse_timestamp(manifest["reference_time"]),
+                   overlay_path=str(tmp_path / "o.db"))
+    try:
+        facts = {f["ref"]: f for f in result.iter_facts()}
+        found = {(c["older"], c["newer"]) for c in result.contradictions()}
+    finally:
+        result.close()
+    by_text = {(f["subject"], f["text"]): ref for ref, f in facts.items() if f["table"] == "observations"}
+    items = {it["source"]["json_path"] + it["source"]["entity"]: it for it in manifest["items"]}
+
+    def ref(source):
+        it = items[source["json_path"] + source["entity"]]
+        return by_text[(source["entity"], it["text"])]
+
+    planted = {(ref(it["source"]), ref(it["expected"]["contradicted_by"]))
+               for it in manifest["items"] if it["expected"].get("contradicted_by")}
+    assert len(planted) == 5 and planted <= found
+    for older, newer in found - planted:          # what else is flagged stays inside one table
+        assert facts[older]["table"] == facts[newer]["table"] == "relations"
