@@ -101,3 +101,37 @@ def test_semantic_layer_extends_cues_beyond_shared_words(embedder):
     # a strict threshold turns the semantic layer off for this weakly similar pair
     strict = Detector(embedder=embedder, semantic_threshold=0.9)
     assert strict.compare(left, [old]) == []
+
+
+def test_sync_keeps_vectors_in_the_overlay_and_reembeds_after_a_model_change(tmp_path, embedder):
+    import sqlite3
+
+    from memwatch_overlay.overlay.sync import SyncEngine
+    from memwatch_overlay.overlay.timeparse import parse_timestamp
+    from memwatch_overlay.rules.config import load_config
+    from storegen import write_config
+
+    db = tmp_path / "bot.db"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE memories (id INTEGER PRIMARY KEY, user_id TEXT, kind TEXT, fact_key TEXT, "
+                 "content TEXT, created_at TEXT)")
+    conn.executemany("INSERT INTO memories (user_id, kind, content, created_at) VALUES (?, ?, ?, ?)",
+                     [("u1", "location", "Lives in Rome", "2025-01-01 10:00:00"),
+                      ("u1", "location", "We moved to Milan.", "2026-10-01 10:00:00"),
+                      ("u2", "preference", "Likes jazz", "2025-03-01 10:00:00")])
+    conn.commit()
+    conn.close()
+    cfg = load_config(write_config(tmp_path, db))
+    with OverlayStore(tmp_path / "overlay.db") as overlay:
+        det = Detector(embedder=embedder)
+        engine = SyncEngine(overlay, cfg, detector=det)
+        stats = engine.sync(cfg.sources[0], as_of=parse_timestamp("2026-11-29"), full=True)
+        assert stats.contradictions == 1
+        cache = VectorCache(overlay.conn)
+        assert cache.models() == {DEFAULT_MODEL_NAME: 3}
+        # another model made these vectors: the next sync finds and replaces them
+        overlay.conn.execute("UPDATE fact_vectors SET model = 'old-model'")
+        fresh = Embedder()
+        engine = SyncEngine(overlay, cfg, detector=Detector(embedder=fresh))
+        engine.sync(cfg.sources[0], as_of=parse_timestamp("2026-11-29"), full=False)
+        assert cache.models() == {DEFAULT_MODEL_NAME: 3} and fresh.encoded == 3
