@@ -249,7 +249,8 @@ class Detector:
                 v.confirmed = True
             else:
                 verb = "now" if s.polarity > 0 else "no longer"
-                self._conflict(v, sd, old, new, os_, (s.value if s.polarity > 0 else f"not {s.value}"),
+                said = (sd.yes if s.polarity > 0 else sd.no).replace("{v}", s.value or "")
+                self._conflict(v, sd, old, new, os_, said,
                                "value", f'{sd.name}({os_.key}): {verb} "{s.value}"')
 
     def _mode_count(self, sd, news, os_, new, old, gap, v) -> None:
@@ -280,7 +281,7 @@ class Detector:
             if abs(n - expected) <= sd.tolerance:
                 v.confirmed = True
             else:
-                self._conflict(v, sd, old, new, os_, f"{n:g}", "value",
+                self._conflict(v, sd, old, new, os_, f"{n:g} {sd.unit}".strip(), "value",
                                f'{sd.name}: {o:g} -> {n:g}')
 
     def _mode_progress(self, sd, news, os_, new, old, gap, v) -> None:

@@ -60,6 +60,9 @@ class SlotDef:
     confidence: float
     tolerance: float
     per_year: float
+    unit: str = ""                    # number mode: how a new value is written ("95 wpm")
+    yes: str = "{v}"                  # polar mode: how a held / an ended value is written
+    no: str = "not {v}"
 
     def matches_key(self, key: str | None) -> bool:
         """True when a store's key (e.g. ``job_title``) names this slot."""
@@ -189,7 +192,7 @@ def compile_pack(data: dict[str, Any], where: str = "<pack>") -> Pack:
             raise ConfigError("must be a table", f, where)
         _only(raw, {"name", "category", "mode", "value", "keys", "assert", "deny", "end", "event",
                     "terms", "implied", "families", "reject", "compatible", "about_others", "confidence",
-                    "tolerance", "per_year"}, f + ".", where)
+                    "tolerance", "per_year", "unit", "yes", "no"}, f + ".", where)
         name = raw.get("name")
         if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", name):
             raise ConfigError("must be a lower_snake_case string", f"{f}.name", where)
@@ -221,6 +224,9 @@ def compile_pack(data: dict[str, Any], where: str = "<pack>") -> Pack:
             confidence=_number(raw.get("confidence", 0.85), f"{f}.confidence", where, 0, 1),
             tolerance=_number(raw.get("tolerance", 0), f"{f}.tolerance", where, 0, None),
             per_year=_number(raw.get("per_year", 0), f"{f}.per_year", where, None, None),
+            unit=_text(raw.get("unit", ""), f"{f}.unit", where),
+            yes=_template(raw.get("yes", "{v}"), f"{f}.yes", where),
+            no=_template(raw.get("no", "not {v}"), f"{f}.no", where),
         ))
         if not (slots[-1].assert_ or slots[-1].terms or slots[-1].deny):
             raise ConfigError("a slot needs at least one of assert, deny or terms", f, where)
@@ -381,6 +387,18 @@ def _strings(v: Any, fld: str, where: str) -> list[str]:
         if not isinstance(s, str):
             raise ConfigError("must be a string", f"{fld}[{i}]", where)
     return items
+
+
+def _text(v: Any, fld: str, where: str) -> str:
+    if not isinstance(v, str):
+        raise ConfigError("must be a string", fld, where)
+    return v
+
+
+def _template(v: Any, fld: str, where: str) -> str:
+    if not isinstance(v, str) or "{v}" not in v:
+        raise ConfigError('must be a string containing "{v}"', fld, where)
+    return v
 
 
 def _bool(v: Any, fld: str, where: str) -> bool:

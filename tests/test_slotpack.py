@@ -47,6 +47,7 @@ def test_user_pack_from_a_path(tmp_path):
     (lambda t: t.replace('value = "name"', 'value = "colour"'), "slots[0].value"),
     (lambda t: t.replace('keys = ["employer"]', 'keys = "employer"'), "slots[0].keys"),
     (lambda t: t + 'colour = "red"\n', "slots[0].colour"),
+    (lambda t: t + 'yes = "can do it"\n', "slots[0].yes"),
     (lambda t: t.replace("[anchors]", "[anchors]\nbogus = []"), "anchors.bogus"),
     (lambda t: t + '[guards]\nhedge = [1]\n', "guards.hedge[0]"),
     (lambda t: t + "[[slots]]\nname = 'employer'\ncategory = 'fact'\nassert = ['x']\n", "slots[1].name"),
