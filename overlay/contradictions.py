@@ -119,6 +119,8 @@ class Detector:
                 undecided.append(old)
         if undecided and self.embedder is not None:
             out.extend(self._semantic(newer, nr, undecided))
+        elif undecided and self.judge is not None:
+            out.extend(self._judged(newer, nr, undecided))
         return [c for c in out if c.confidence >= self.min_confidence]
 
     def confirms(self, newer: FactView, older: FactView) -> bool:
@@ -350,6 +352,21 @@ class Detector:
                 out.append(self._make(old, new, "judge", conf,
                                       why or f"judge: contradiction (cosine {sim:.2f})",
                                       "EXPIRE", self._own_key(old), old.text, None))
+        return out
+
+    def _judged(self, new: FactView, nr: Reading, olders: list[FactView]) -> list[Contradiction]:
+        """A judge without embeddings: ask about undecided facts sharing a slot or a word."""
+        names = {s.name for s in nr.slots}
+        out = []
+        for old in olders:
+            orr = self.read(old)
+            if not (names & {s.name for s in orr.slots}
+                    or any(_stem_match(a, b) for a in orr.anchors for b in nr.anchors)):
+                continue
+            verdict = self.judge.verdict(old.text, new.text)
+            if verdict is not None and verdict[0]:
+                out.append(self._make(old, new, "judge", verdict[1], verdict[2], "EXPIRE",
+                                      self._own_key(old), old.text, None))
         return out
 
     # ------------------------------------------------------------ helpers

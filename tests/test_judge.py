@@ -98,3 +98,14 @@ def test_detector_asks_the_judge_for_undecided_candidates(server):
     rule_old = FactView("o2", "u", None, "Lives in Rome", "location", 0.0)
     [c] = d.compare(FactView("n3", "u", None, "We moved to Milan.", "location", 10.0), [rule_old])
     assert c.kind == "value" and j.calls == calls
+
+
+def test_a_judge_without_embeddings_sees_facts_sharing_a_word(server):
+    j = Judge(server, timeout=5)
+    d = Detector(judge=j)
+    old = FactView("o", "u", None, "Employed in fintech", "employment", 0.0)
+    unrelated = FactView("o2", "u", None, "Likes jazz", "preference", 0.0)
+    [c] = d.compare(FactView("n", "u", None, "Stripe hired me, still fintech", "employment", 10.0),
+                    [old, unrelated])
+    assert (c.older, c.kind) == ("o", "judge")
+    assert j.calls == 1                   # "Likes jazz" shares nothing: never sent
