@@ -92,13 +92,21 @@ MIGRATIONS: list[str] = [
         summary_json TEXT NOT NULL
     );
     """,
+    # v2 (lifecycle): confidence erosion. `confidence` is scored like freshness (see
+    # overlay.scoring); `confirmations` counts re-confirmations (refresh, same value re-added).
+    """
+    ALTER TABLE facts ADD COLUMN confidence REAL;
+    ALTER TABLE facts ADD COLUMN confirmations INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX facts_gc ON facts(status, last_seen);
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 FACT_COLUMNS = ("source_id", "tbl", "pk", "ref", "subject", "key", "text", "category", "created_at",
                 "updated_at", "accessed_at", "access_count", "expires_at", "content_hash",
                 "first_seen", "last_seen", "seen_sync", "changed_sync", "status", "freshness",
-                "label", "age_days", "days_left", "days_until_expired", "expired_by", "scored_as_of")
+                "label", "age_days", "days_left", "days_until_expired", "expired_by", "scored_as_of",
+                "confidence")
 # Columns an upsert refreshes; first_seen, refreshed_at and a `forgotten` status survive it.
 _UPSERT_SQL = (
     f"INSERT INTO facts ({', '.join(FACT_COLUMNS)}) VALUES ({', '.join('?' * len(FACT_COLUMNS))}) "
@@ -111,6 +119,11 @@ _UPSERT_SQL = (
       "THEN 'forgotten' ELSE excluded.status END"
 )
 LIVE = "status IN ('active', 'contradicted')"
+# A fact with its source's name and the refs of the newer facts that contradict it.
+_FACT_SELECT = (
+    "SELECT f.*, s.name AS source_name, (SELECT group_concat(n.ref, char(31)) FROM contradictions c "
+    "JOIN facts n ON n.id = c.newer_id WHERE c.older_id = f.id AND n.status != 'deleted') AS contradicted_by "
+    "FROM facts f JOIN sources s ON s.id = f.source_id")
 
 
 class OverlayStore:
@@ -267,9 +280,14 @@ class OverlayStore:
         scope, params = _scope("f.source_id", source_ids)
         status = "f.status != 'forgotten'" if include_deleted else "f.status IN ('active', 'contradicted')"
         return self.conn.execute(
-            "SELECT f.*, s.name AS source_name, (SELECT group_concat(n.ref, char(31)) FROM contradictions c "
-            "JOIN facts n ON n.id = c.newer_id WHERE c.older_id = f.id AND n.status != 'deleted') AS contradicted_by "
-            f"FROM facts f JOIN sources s ON s.id = f.source_id WHERE {status} {scope} ORDER BY {order}", params)
+            f"{_FACT_SELECT} WHERE {status} {scope} ORDER BY {order}", params)
+
+    def subject_rows(self, subject: str | None, live_only: bool = True) -> list[sqlite3.Row]:
+        """Facts of one subject (every source), in the shape iter_fact_rows yields, stalest first."""
+        status = f"f.{LIVE}" if live_only else "f.status != 'forgotten'"
+        return self.conn.execute(
+            f"{_FACT_SELECT} WHERE f.subject IS ? AND {status} "
+            "ORDER BY f.freshness, f.id", (subject,)).fetchall()
 
     def summary(self, source_ids: list[int] | None = None, group_by: str | None = None) -> Any:
         """Counts per label over live facts (deleted/forgotten excluded)."""
@@ -294,12 +312,16 @@ class OverlayStore:
             return out.get("", _summary_dict(None, 0))
         return out
 
-    def rescore(self, score_row, as_of: float, source_ids: list[int] | None = None, batch: int = 5000) -> int:
-        """Recompute freshness/label of live facts at `as_of` with `score_row(row) -> Score`."""
+    def rescore(self, score_row, as_of: float, source_ids: list[int] | None = None, batch: int = 5000,
+                fact_ids: list[int] | None = None) -> int:
+        """Recompute freshness/label/confidence of live facts at `as_of` with `score_row(row) -> Score`."""
         scope, params = _scope("source_id", source_ids)
+        if fact_ids is not None:
+            more, more_params = _scope("id", fact_ids)
+            scope, params = scope + more, params + more_params
         rows = self.conn.execute(
-            f"SELECT id, category, created_at, updated_at, refreshed_at, accessed_at, access_count, expires_at "
-            f"FROM facts WHERE {LIVE} AND scored_as_of IS NOT ? {scope}", (as_of, *params))
+            f"SELECT id, category, created_at, updated_at, refreshed_at, accessed_at, access_count, expires_at, "
+            f"first_seen, confirmations FROM facts WHERE {LIVE} AND scored_as_of IS NOT ? {scope}", (as_of, *params))
         n = 0
         with self.transaction():
             while True:
@@ -310,10 +332,11 @@ class OverlayStore:
                 for r in chunk:
                     s = score_row(r)
                     updates.append((s.freshness, s.label, s.age_days, s.days_left, s.days_until_expired,
-                                    s.expired_by, as_of, r["id"]))
+                                    s.expired_by, s.confidence, as_of, r["id"]))
                 self.conn.executemany(
                     "UPDATE facts SET freshness = ?, label = ?, age_days = ?, days_left = ?, "
-                    "days_until_expired = ?, expired_by = ?, scored_as_of = ? WHERE id = ?", updates)
+                    "days_until_expired = ?, expired_by = ?, confidence = ?, scored_as_of = ? WHERE id = ?",
+                    updates)
                 n += len(updates)
         return n
 
@@ -325,11 +348,17 @@ class OverlayStore:
         return cur.rowcount
 
     def mark_refreshed(self, refs: list[str], now: float) -> int:
+        """A person (or the API) re-confirmed these facts at `now`."""
         n = 0
         for ref in refs:
-            n += self.conn.execute("UPDATE facts SET refreshed_at = ?, scored_as_of = NULL WHERE ref = ?",
-                                   (now, ref)).rowcount
+            n += self.conn.execute("UPDATE facts SET refreshed_at = ?, confirmations = confirmations + 1, "
+                                   "scored_as_of = NULL WHERE ref = ?", (now, ref)).rowcount
         return n
+
+    def fact_row(self, ref: str) -> sqlite3.Row | None:
+        """One fact with its source's name, in the shape iter_fact_rows yields."""
+        return self.conn.execute(
+            f"{_FACT_SELECT} WHERE f.ref = ?", (ref,)).fetchone()
 
     # -- runs ----------------------------------------------------------------------------
     def record_run(self, kind: str, as_of: float, sources: list[str], passed: bool | None,
