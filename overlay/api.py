@@ -247,4 +247,5 @@ class MemWatch:
     def search(self, query: str, limit: int = 10, subject: str | None = None) -> list:
         """Facts ranked by relevance x freshness x confidence (see overlay.search)."""
         from .search import search_facts
-        return search_facts(self.store, self.engine, query, limit=limit, subject=subject, as_of=self.clock())
+        return search_facts(self.store, self.engine, query, limit=limit, subject=self._subject(subject),
+                            as_of=self.clock())

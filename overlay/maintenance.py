@@ -6,6 +6,7 @@ import time
 from ..rules.config import Config
 from .audit import open_overlay
 from .errors import ConfigError
+from .scoring import DAY
 from .timeparse import to_iso
 
 
@@ -71,3 +72,23 @@ def refresh(config: Config | None, overlay_path: str | None, refs: list[str], no
     with open_overlay(config, overlay_path) as store:
         with store.transaction():
             return store.mark_refreshed(resolve_refs(store, refs, subject), time.time() if now is None else now)
+
+
+def gc(config: Config | None, overlay_path: str | None, retention_days: float | None = None,
+       now: float | None = None) -> dict:
+    """Prune overlay rows of facts deleted in their source more than `retention_days` ago.
+
+    The default period is [lifecycle] gc_retention_days (30). A deleted fact's last
+    sighting (`last_seen`, the last sync that read it) stands for its deletion time.
+    """
+    cfg = config or Config()
+    days = cfg.gc_retention_days if retention_days is None else retention_days
+    if days < 0:
+        raise ConfigError(f"must be >= 0, not {days}", field="--retention-days")
+    now = time.time() if now is None else now
+    with open_overlay(config, overlay_path) as store:
+        with store.transaction():
+            facts, contradictions = store.prune_deleted(now - days * DAY)
+            store.apply_contradiction_status()
+        return {"overlay": str(store.path), "retention_days": days, "facts_pruned": facts,
+                "contradictions_pruned": contradictions}

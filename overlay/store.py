@@ -119,6 +119,7 @@ _UPSERT_SQL = (
       "THEN 'forgotten' ELSE excluded.status END"
 )
 LIVE = "status IN ('active', 'contradicted')"
+ANY = object()   # find_facts(subject=ANY): every subject (None means "no subject")
 # A fact with its source's name and the refs of the newer facts that contradict it.
 _FACT_SELECT = (
     "SELECT f.*, s.name AS source_name, (SELECT group_concat(n.ref, char(31)) FROM contradictions c "
@@ -282,12 +283,27 @@ class OverlayStore:
         return self.conn.execute(
             f"{_FACT_SELECT} WHERE {status} {scope} ORDER BY {order}", params)
 
-    def subject_rows(self, subject: str | None, live_only: bool = True) -> list[sqlite3.Row]:
-        """Facts of one subject (every source), in the shape iter_fact_rows yields, stalest first."""
-        status = f"f.{LIVE}" if live_only else "f.status != 'forgotten'"
-        return self.conn.execute(
-            f"{_FACT_SELECT} WHERE f.subject IS ? AND {status} "
-            "ORDER BY f.freshness, f.id", (subject,)).fetchall()
+    def find_facts(self, *, subject: Any = ANY, labels: Iterable[str] | None = None,
+                   statuses: Iterable[str] = ("active", "contradicted"), limit: int | None = None) -> list[sqlite3.Row]:
+        """Facts (every source) in the shape iter_fact_rows yields, stalest first.
+
+        `subject` None selects facts without a subject; leave it out for every subject.
+        """
+        where, params = [], []
+        statuses = list(statuses)
+        where.append(f"f.status IN ({', '.join('?' * len(statuses))})")
+        params += statuses
+        if subject is not ANY:
+            where.append("f.subject IS ?")
+            params.append(subject)
+        if labels is not None:
+            labels = list(labels)
+            where.append(f"f.label IN ({', '.join('?' * len(labels))})")
+            params += labels
+        sql = f"{_FACT_SELECT} WHERE {' AND '.join(where)} ORDER BY f.freshness, f.id"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return self.conn.execute(sql, params).fetchall()
 
     def summary(self, source_ids: list[int] | None = None, group_by: str | None = None) -> Any:
         """Counts per label over live facts (deleted/forgotten excluded)."""
@@ -359,6 +375,19 @@ class OverlayStore:
         """One fact with its source's name, in the shape iter_fact_rows yields."""
         return self.conn.execute(
             f"{_FACT_SELECT} WHERE f.ref = ?", (ref,)).fetchone()
+
+    def prune_deleted(self, cutoff: float) -> tuple[int, int]:
+        """Erase facts the source deleted and that were last seen before `cutoff` (epoch s).
+
+        Returns (facts, contradictions) erased; call inside a transaction. Facts the source
+        only soft-deletes are still seen by every full read, so they stay until it drops them.
+        """
+        where = "status = 'deleted' AND last_seen < ?"
+        contradictions = self.conn.execute(
+            f"SELECT count(*) FROM contradictions WHERE older_id IN (SELECT id FROM facts WHERE {where}) "
+            f"OR newer_id IN (SELECT id FROM facts WHERE {where})", (cutoff, cutoff)).fetchone()[0]
+        facts = self.conn.execute(f"DELETE FROM facts WHERE {where}", (cutoff,)).rowcount
+        return facts, contradictions
 
     # -- runs ----------------------------------------------------------------------------
     def record_run(self, kind: str, as_of: float, sources: list[str], passed: bool | None,

@@ -112,7 +112,7 @@ def check_utterance(store: OverlayStore, engine: SyncEngine, detector, text: str
     from .contradictions import FactView
     as_of = time.time() if as_of is None else as_of
     rescore_subject(store, engine, subject, as_of)
-    rows = store.subject_rows(subject)
+    rows = store.find_facts(subject=subject)
     result = CheckResult(text=text, subject=subject, as_of=as_of,
                          stale_memories=[fact_dict(r) for r in rows if r["label"] in STALE_LABELS])
     by_ref = {r["ref"]: r for r in rows}
