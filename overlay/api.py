@@ -166,7 +166,8 @@ class MemWatch:
         now = self.clock()
         try:
             detector = self.detector
-        except OverlayError:    # no detector in this build: store without comparing
+            from . import detect_changed  # noqa: F401  (the sync engine's half of detection)
+        except (OverlayError, ImportError):    # no detection in this build: store without comparing
             detector = None
         ref, _ = add_fact(self.store, self.config, key, value, category=category,
                           subject=self._subject(subject), now=now, detector=detector)

@@ -99,6 +99,23 @@ def fact_view(row, category: str | None = None):
                     category=category or row["category"], learned_at=max(times) if times else row["first_seen"])
 
 
+def keyed_reading(detector, said, old, as_of: float):
+    """A keyed fact (key `employer`, text `Google`) and the utterance read as the same key.
+
+    Free text ("my new job at Anthropic") carries slots; a key-value memory carries its
+    slot in the key. For each value the utterance asserts for the key's slot, the
+    detector compares `employer = Anthropic` with `employer = Google` by its own
+    key-value rule. Returns compare()'s arguments: (the utterance as key = value, [old]).
+    """
+    from .contradictions import FactView
+    slot = detector.pack.slot_for_key(old.key)
+    values = [s.raw for s in said if slot is not None and s.name == slot.name
+              and s.kind == "assert" and s.polarity > 0 and s.raw]
+    if not values:
+        return FactView(UTTERANCE_REF, old.subject, old.key, "", old.category, as_of), []
+    return FactView(UTTERANCE_REF, old.subject, old.key, values[0], old.category, as_of), [old]
+
+
 def rescore_subject(store: OverlayStore, engine: SyncEngine, subject: str | None, as_of: float) -> None:
     ids = [r[0] for r in store.conn.execute(
         "SELECT id FROM facts WHERE subject IS ? AND status IN ('active', 'contradicted')", (subject,))]
@@ -120,13 +137,23 @@ def check_utterance(store: OverlayStore, engine: SyncEngine, detector, text: str
     for r in rows:
         blocks.setdefault(r["category"], []).append(r)
     best: dict[str, object] = {}
-    for category, block in blocks.items():
-        newer = FactView(ref=UTTERANCE_REF, subject=subject, key=None, text=text, category=category,
-                         learned_at=as_of)
-        for c in detector.compare(newer, [fact_view(r) for r in block]):
+
+    def keep(found):
+        for c in found:
             ref = getattr(c.older, "ref", c.older)
             if ref in by_ref and (ref not in best or c.confidence > best[ref].confidence):
                 best[ref] = c
+
+    said = None
+    for category, block in blocks.items():
+        olders = [fact_view(r) for r in block]
+        keep(detector.compare(FactView(ref=UTTERANCE_REF, subject=subject, key=None, text=text,
+                                       category=category, learned_at=as_of), olders))
+        for old in olders:
+            if old.ref in best or not old.key:
+                continue
+            said = detector.extract(text) if said is None else said
+            keep(detector.compare(*keyed_reading(detector, said, old, as_of)))
     for ref in sorted(best, key=lambda r: (by_ref[r]["category"], r)):
         c, row = best[ref], by_ref[ref]
         result.contradictions.append(FoundContradiction(
@@ -135,7 +162,7 @@ def check_utterance(store: OverlayStore, engine: SyncEngine, detector, text: str
         update = c.update or {}
         new_value = update.get("new_value")
         result.suggested_updates.append(SuggestedUpdate(
-            action="UPDATE" if new_value else "EXPIRE", ref=ref, key=row["key"] or update.get("key"),
+            action=update.get("action") or ("UPDATE" if new_value else "EXPIRE"), ref=ref, key=row["key"] or update.get("key"),
             old_value=row["text"], new_value=new_value or None, category=row["category"],
             confidence=round(float(c.confidence), 3), reason=c.evidence))
     return result
