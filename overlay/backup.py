@@ -4,13 +4,14 @@ One JSON object per line, in a fixed order so that an export of an import of an 
 is byte-identical to the first export:
 
     {"type": "header", "format": "memwatch-overlay-export", "schema_version": 2}
-    {"type": "source", "name": "bot", ...}           sources by name
-    {"type": "fact", "source": "bot", "ref": ..., ...}   facts by source name, then ref
-    {"type": "contradiction", "older": REF, "newer": REF, ...}   by older, newer
-    {"type": "run", ...}                                 runs in the order they happened
+    {"type": "source", "name": "bot", ...}
+    {"type": "fact", "source": "bot", "ref": ..., ...}
+    {"type": "contradiction", "older": REF, "newer": REF, ...}
+    {"type": "run", ...}
 
-Row ids are internal and never exported (facts point at their source by name,
-contradictions at facts by ref). Every other column is exported under its own name,
+Each kind in the order its rows were written. Row ids are internal and never exported
+(facts point at their source by name, contradictions at facts by ref); an import writes
+the rows in the same order, so the copy lists facts as the original did. Every other column is exported under its own name,
 so columns added by later migrations travel without changes here. An import goes into an
 empty overlay only, in one transaction: a bad line (named by file and line number)
 leaves the overlay as it was.
@@ -44,19 +45,19 @@ def export_overlay(store: OverlayStore, out: IO[str]) -> dict:
     out.write(_line({"type": "header", "format": FORMAT, "schema_version": SCHEMA_VERSION}))
     with store.transaction():   # one consistent snapshot
         cols = _columns(store, "sources")
-        for row in store.conn.execute(f"SELECT {', '.join(cols)} FROM sources ORDER BY name"):
+        for row in store.conn.execute(f"SELECT {', '.join(cols)} FROM sources ORDER BY id"):
             out.write(_line({"type": "source", **dict(zip(cols, row))}))
             counts["source"] += 1
         cols = _columns(store, "facts")
         for row in store.conn.execute(
                 f"SELECT s.name, {', '.join('f.' + c for c in cols)} FROM facts f "
-                "JOIN sources s ON s.id = f.source_id ORDER BY s.name, f.ref"):
+                "JOIN sources s ON s.id = f.source_id ORDER BY f.id"):
             out.write(_line({"type": "fact", "source": row[0], **dict(zip(cols, row[1:]))}))
             counts["fact"] += 1
         cols = _columns(store, "contradictions")
         for row in store.conn.execute(
                 f"SELECT o.ref, n.ref, {', '.join('c.' + c for c in cols)} FROM contradictions c "
-                "JOIN facts o ON o.id = c.older_id JOIN facts n ON n.id = c.newer_id ORDER BY o.ref, n.ref"):
+                "JOIN facts o ON o.id = c.older_id JOIN facts n ON n.id = c.newer_id ORDER BY c.id"):
             out.write(_line({"type": "contradiction", "older": row[0], "newer": row[1], **dict(zip(cols, row[2:]))}))
             counts["contradiction"] += 1
         cols = _columns(store, "runs")
