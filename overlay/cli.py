@@ -9,6 +9,7 @@ import click
 from rich.console import Console
 
 from ..rules.config import Config, load_config
+from . import output
 from .errors import ExitStatus, MemwatchError
 from .timeparse import parse_as_of
 

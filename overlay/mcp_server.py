@@ -106,23 +106,38 @@ class OverlayTools:
         return self.overlay_path or str(self.config.resolved_overlay_path())
 
 
-def _server_class():
+def _sdk():
+    """(server class, ToolError) of the installed MCP SDK: mcp 2 (MCPServer) or mcp 1 (FastMCP)."""
     try:
         from mcp.server.mcpserver import MCPServer
-        return MCPServer
+        from mcp.server.mcpserver.exceptions import ToolError
+        return MCPServer, ToolError
     except ImportError:
         pass
     try:
         from mcp.server.fastmcp import FastMCP
-        return FastMCP
+        from mcp.server.fastmcp.exceptions import ToolError
+        return FastMCP, ToolError
     except ImportError:
         raise ConfigError("the MCP server needs the official MCP SDK: pip install 'memwatch-overlay[mcp]'",
                           field="mcp") from None
 
 
 def build_server(tools: OverlayTools):
-    """The MCP server with the overlay's tools and resources registered."""
-    server = _server_class()(SERVER_NAME, instructions=(
+    """The MCP server with the overlay's tools and resources registered.
+
+    A domain error (unknown ref, no detector…) reaches the client as the tool's error
+    message; anything else is a crash the SDK reports as such.
+    """
+    server_class, tool_error = _sdk()
+
+    def call(method, *args):
+        try:
+            return method(*args)
+        except MemwatchError as exc:
+            raise tool_error(str(exc)) from None
+
+    server = server_class(SERVER_NAME, instructions=(
         "Freshness, expiry and contradiction flags of an AI agent's memories. Call check_utterance on "
         "what the user says to learn which stored memories it contradicts; list_stale before relying on "
         "old memories; mark_refreshed when the user re-confirms one."))
@@ -131,33 +146,33 @@ def build_server(tools: OverlayTools):
     def check_utterance(text: str, subject: str | None = None) -> dict:
         """Which stored facts of `subject` the utterance `text` contradicts, with UPDATE/EXPIRE
         suggestions and the subject's stale memories. Nothing is stored."""
-        return tools.check_utterance(text, subject)
+        return call(tools.check_utterance, text, subject)
 
     @server.tool()
     def get_freshness(ref: str, subject: str | None = None) -> dict:
         """Freshness, label, confidence and days left of one fact, by ref (source:table:pk) or by
         the key of a fact added through memwatch."""
-        return tools.get_freshness(ref, subject)
+        return call(tools.get_freshness, ref, subject)
 
     @server.tool()
     def list_stale(subject: str | None = None, limit: int = DEFAULT_LIMIT) -> list[dict]:
         """Stale or expired facts, stalest first; of one subject, or of every subject when omitted."""
-        return tools.list_stale(subject, limit)
+        return call(tools.list_stale, subject, limit)
 
     @server.tool()
     def list_contradicted(subject: str | None = None, limit: int = DEFAULT_LIMIT) -> list[dict]:
         """Facts a newer fact contradicts (with the refs that contradict them)."""
-        return tools.list_contradicted(subject, limit)
+        return call(tools.list_contradicted, subject, limit)
 
     @server.tool()
     def mark_refreshed(ref: str, subject: str | None = None) -> dict:
         """The user re-confirmed this fact now: its freshness and confidence restart."""
-        return tools.mark_refreshed(ref, subject)
+        return call(tools.mark_refreshed, ref, subject)
 
     @server.tool()
     def forget(ref: str, subject: str | None = None) -> dict:
         """Hide a fact from reports (a fact added through memwatch is erased); its source is untouched."""
-        return tools.forget(ref, subject)
+        return call(tools.forget, ref, subject)
 
     @server.resource("memwatch://stats", mime_type="application/json")
     def stats() -> str:
