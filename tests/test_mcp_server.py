@@ -5,6 +5,7 @@ import shutil
 import pytest
 
 from memwatch_overlay import MemWatch
+from memwatch_overlay.overlay.store import OverlayStore
 from conftest import AGENT_STORES
 from storegen import EXE, run
 
@@ -100,12 +101,20 @@ def test_check_utterance_and_list_contradicted(overlay):
         contradicted = payload(await s.call_tool("list_contradicted", {"subject": "u_priya"}))
         return checked, contradicted
 
+    with OverlayStore(overlay) as store:     # a contradiction between two of u_priya's memories
+        older, newer = [r[0] for r in store.conn.execute(
+            "SELECT id FROM facts WHERE subject = 'u_priya' ORDER BY id LIMIT 2")]
+        with store.transaction():
+            store.add_contradiction(older, newer, "value", 0.9, "planted", None, 1.0)
+            store.apply_contradiction_status()
+        older_ref = store.conn.execute("SELECT ref FROM facts WHERE id = ?", (older,)).fetchone()[0]
+        newer_ref = store.conn.execute("SELECT ref FROM facts WHERE id = ?", (newer,)).fetchone()[0]
     checked, contradicted = anyio.run(session_run, overlay, body)
     assert checked["summary"] == "2 contradiction(s) detected. 0 stale memories."
     assert {(u["action"], u["key"], u["new_value"]) for u in checked["suggested_updates"]} == {
         ("UPDATE", "employer", "Anthropic"), ("UPDATE", "city", "Surabaya")}
-    # the fixture plants contradictions between u_priya's memories; the audit flagged them
-    assert contradicted and all(f["status"] == "contradicted" and f["contradicted_by"] for f in contradicted)
+    assert [(f["ref"], f["status"], f["contradicted_by"]) for f in contradicted] == [
+        (older_ref, "contradicted", [newer_ref])]
 
 
 def test_a_bad_overlay_path_is_a_one_line_error(tmp_path):
