@@ -9,10 +9,7 @@ from memwatch_overlay.overlay.store import OverlayStore
 from conftest import AGENT_STORES
 from storegen import EXE, run
 
-mcp = pytest.importorskip("mcp", reason="the `mcp` extra is not installed")
-anyio = pytest.importorskip("anyio")
-from mcp import ClientSession  # noqa: E402
-from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+pytestmark = pytest.mark.mcp     # under CI=true a skip (SDK missing) fails the run
 
 TOOLS = {"check_utterance", "get_freshness", "list_stale", "list_contradicted", "mark_refreshed", "forget"}
 
@@ -30,6 +27,11 @@ def overlay(tmp_path):
     return path
 
 
+def run_async(fn, *args):
+    import anyio
+    return anyio.run(fn, *args)
+
+
 def is_error(result) -> bool:
     """CallToolResult.is_error (mcp 2) / .isError (mcp 1)."""
     return bool(getattr(result, "is_error", getattr(result, "isError", False)))
@@ -44,7 +46,14 @@ def payload(result):
     return json.loads(result.content[0].text)
 
 
+@pytest.fixture(autouse=True)
+def sdk():
+    pytest.importorskip("mcp", reason="the `mcp` extra (the MCP Python SDK) is not installed")
+
+
 async def session_run(overlay, body):
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
     params = StdioServerParameters(command=EXE, args=["mcp", "--overlay", str(overlay)])
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
@@ -69,7 +78,7 @@ def test_tools_and_resources_over_stdio(overlay):
         out["health"] = json.loads((await s.read_resource("memwatch://health")).contents[0].text)
         return out
 
-    out = anyio.run(session_run, overlay, body)
+    out = run_async(session_run, overlay, body)
     victim = out["victim"]
     assert TOOLS <= out["tools"]
     assert {"memwatch://stats", "memwatch://health"} <= out["resources"]
@@ -109,7 +118,7 @@ def test_check_utterance_and_list_contradicted(overlay):
             store.apply_contradiction_status()
         older_ref = store.conn.execute("SELECT ref FROM facts WHERE id = ?", (older,)).fetchone()[0]
         newer_ref = store.conn.execute("SELECT ref FROM facts WHERE id = ?", (newer,)).fetchone()[0]
-    checked, contradicted = anyio.run(session_run, overlay, body)
+    checked, contradicted = run_async(session_run, overlay, body)
     assert checked["summary"] == "2 contradiction(s) detected. 0 stale memories."
     assert {(u["action"], u["key"], u["new_value"]) for u in checked["suggested_updates"]} == {
         ("UPDATE", "employer", "Anthropic"), ("UPDATE", "city", "Surabaya")}
