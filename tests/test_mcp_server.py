@@ -100,7 +100,7 @@ def test_tools_and_resources_over_stdio(overlay):
     assert out["stats"]["by_source"]["memwatch"]["total"] == 1
     assert out["stats"]["summary"]["total"] == sum(s["total"] for s in out["stats"]["by_source"].values())
     assert out["health"]["ok"] is True and out["health"]["integrity"] == "ok"
-    assert {s["name"] for s in out["health"]["sources"]} == {"lg", "memwatch"}
+    assert {s["name"] for s in out["health"]["sources"]} == {"langgraph", "memwatch"}   # preset-named
 
 
 def test_check_utterance_and_list_contradicted(overlay):
