@@ -14,6 +14,6 @@ def __getattr__(name):
         from .overlay import api
         return getattr(api, name)
     if name in ("CheckResult", "SuggestedUpdate"):
-        from .overlay import utterance
-        return getattr(utterance, name)
+        from .overlay import check
+        return getattr(check, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

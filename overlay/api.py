@@ -24,13 +24,14 @@ from pathlib import Path
 from typing import Callable
 
 from ..rules.config import NATIVE_SOURCE, Config, load_config
-from .errors import ConfigError, OverlayError
-from .native import LIVE_STATUSES, add_fact, forget_native, is_native, native_ref
+from .errors import ConfigError
+from .native import LIVE_STATUSES, add_fact, apply_updates, forget_native, native_ref
 from .scoring import CategoryPolicy, DEFAULT_HALF_LIVES
 from .store import OverlayStore
 from .sync import SyncEngine
 from .timeparse import to_iso
-from .utterance import CheckResult, check_utterance, load_detector
+from .check import CheckResult, check_text
+from .detect_changed import make_detector
 
 DEFAULT_DB = "memwatch.db"
 
@@ -126,8 +127,11 @@ class MemWatch:
                  use_embeddings: bool = False, subject: str | None = None,
                  config: str | Path | Config | None = None, clock: Callable[[], float] = time.time):
         cfg = config if isinstance(config, Config) else (load_config(config) if config else Config())
-        self.config = ttl_config.apply(cfg) if ttl_config is not None else cfg
-        self.use_embeddings = use_embeddings
+        if ttl_config is not None:
+            cfg = ttl_config.apply(cfg)
+        if use_embeddings:
+            cfg = dataclasses.replace(cfg, embeddings={**cfg.embeddings, "enabled": True})
+        self.config = cfg
         self.subject = subject
         self.clock = clock
         self.store = OverlayStore(db)
@@ -146,8 +150,9 @@ class MemWatch:
 
     @property
     def detector(self):
+        """The config's detector (rules; embeddings with use_embeddings); None when disabled."""
         if self._detector is None:
-            self._detector = load_detector(self.use_embeddings)
+            self._detector = make_detector(self.config)
         return self._detector
 
     def _subject(self, subject: str | None) -> str | None:
@@ -164,13 +169,8 @@ class MemWatch:
     def add(self, key: str, value: str, category: str | None = None, subject: str | None = None) -> Memory:
         """Store `key = value` (replacing the key's old value). Without `category` the rules pick one."""
         now = self.clock()
-        try:
-            detector = self.detector
-            from . import detect_changed  # noqa: F401  (the sync engine's half of detection)
-        except (OverlayError, ImportError):    # no detection in this build: store without comparing
-            detector = None
         ref, _ = add_fact(self.store, self.config, key, value, category=category,
-                          subject=self._subject(subject), now=now, detector=detector)
+                          subject=self._subject(subject), now=now, detector=self.detector)
         return self._memory(ref, now)
 
     def get(self, key: str, subject: str | None = None) -> Memory | None:
@@ -202,26 +202,19 @@ class MemWatch:
 
     # -- checking ----------------------------------------------------------------------
     def check(self, text: str, subject: str | None = None) -> CheckResult:
-        """Which stored facts `text` contradicts, what to update, which are stale already."""
-        return check_utterance(self.store, self.engine, self.detector, text, self._subject(subject), self.clock())
+        """Which stored facts `text` contradicts, what to update, which are stale already.
+
+        Compared with the memories of `subject` (or the MemWatch's subject); with neither,
+        with every subject's. Nothing is stored.
+        """
+        return check_text(text, self.config, overlay_path=str(self.store.path), subject=self._subject(subject),
+                          as_of=self.clock(), detector=self.detector)
 
     def apply(self, result: CheckResult) -> list[str]:
         """Carry out a check's suggestions on facts stored through this API (UPDATE sets the new
         value, EXPIRE erases the fact); facts of other sources are left to their own store.
         Returns the refs changed."""
-        changed = []
-        for update in result.suggested_updates:
-            if not is_native(update.ref):
-                continue
-            row = self.store.fact_row(update.ref)
-            if row is None:
-                continue
-            if update.action == "UPDATE":
-                self.add(row["key"], update.new_value, subject=row["subject"])
-            else:
-                self.forget(row["key"], subject=row["subject"])
-            changed.append(update.ref)
-        return changed
+        return apply_updates(self.store, self.config, result, now=self.clock(), detector=self.detector)
 
     # -- overview ------------------------------------------------------------------------
     def _native_id(self) -> int | None:

@@ -345,31 +345,6 @@ def add(key, value, category, subject, config_path, overlay_path):
 
 
 @main.command()
-@click.argument("text")
-@click.option("--subject", help="Whose facts to compare with (default: facts without a subject).")
-@click.option("--apply", "apply_", is_flag=True,
-              help="Carry out the suggestions on facts added with `add` (UPDATE sets, EXPIRE erases).")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-@config_option
-@overlay_option
-@handle_errors
-def check(text, subject, apply_, fmt, config_path, overlay_path):
-    """Does TEXT (a new utterance) contradict what the overlay knows about its subject?
-
-    Prints the contradicted facts, an UPDATE or EXPIRE suggestion for each, and the
-    subject's stale memories. Nothing is stored unless --apply is given.
-    """
-    import json as _json
-    with _memwatch(config_path, overlay_path, subject) as mw:
-        result = mw.check(text)
-        applied = mw.apply(result) if apply_ else []
-    if fmt == "json":
-        click.echo(_json.dumps({**result.to_dict(), "applied": applied}, indent=2, ensure_ascii=False))
-        return
-    output.render_check(result, applied, Console())
-
-
-@main.command()
 @click.argument("query")
 @click.option("--limit", default=10, show_default=True, type=click.IntRange(min=1))
 @click.option("--subject", help="Only facts about this subject.")
@@ -445,6 +420,54 @@ def mcp(config_path, overlay_path):
 def open_overlay_cli(config_path: str | None, overlay_path: str | None):
     from .audit import open_overlay
     return open_overlay(_config(config_path), overlay_path)
+
+
+@main.command()
+@click.argument("text")
+@click.option("--subject", help="Whose memories to compare with (a user or namespace); default: all.")
+@click.option("--apply", "apply_", is_flag=True,
+              help="Carry out the suggestions on facts added with `add` (UPDATE sets the new value, EXPIRE erases).")
+@config_option
+@overlay_option
+@click.option("--as-of", "as_of", help="Judge staleness as if now were this date/time (UTC).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@handle_errors
+def check(text, subject, apply_, config_path, overlay_path, as_of, fmt):
+    """Compare TEXT (something the user just said) with the overlay's memories.
+
+    Prints the memories TEXT contradicts with a suggested UPDATE or EXPIRE for each, and
+    the stale memories on the same topics. Nothing is written unless --apply is given.
+    """
+    import json as _json
+    from .check import check_text
+    config = _config(config_path)
+    result = check_text(text, config, overlay_path=overlay_path, subject=subject,
+                        as_of=_as_of(as_of) if as_of else None)
+    applied = []
+    if apply_:
+        from .native import apply_to_overlay
+        applied = apply_to_overlay(config, overlay_path, result)
+    if fmt == "json":
+        click.echo(_json.dumps({**result.as_dict(), "applied": applied}, indent=2))
+        return
+    console = Console()
+    if result.contradictions:
+        from rich.table import Table
+        table = Table(title="contradicted memories")
+        for col in ("action", "memory", "key", "old value", "new value", "why"):
+            table.add_column(col, overflow="fold")
+        for c in result.contradictions:
+            u = c["update"]
+            table.add_row(u.get("action", ""), c["older"], u.get("key") or "", str(u.get("old_value") or ""),
+                          "" if u.get("new_value") is None else str(u["new_value"]),
+                          f"{c['kind']} {c['confidence']:.2f}: {c['evidence']}")
+        console.print(table)
+    for s in result.stale:
+        console.print(f"stale: {s['ref']} ({s['label']}, freshness {s['freshness']:.2f}): {s['text']}",
+                      markup=False, highlight=False)
+    for ref in applied:
+        console.print(f"applied: {ref}", markup=False, highlight=False)
+    console.print(result.line, markup=False, highlight=False)
 
 
 if __name__ == "__main__":

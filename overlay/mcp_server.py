@@ -40,15 +40,14 @@ class OverlayTools:
     @property
     def detector(self):
         if self._detector is None:
-            from .utterance import load_detector
-            self._detector = load_detector()
+            from .detect_changed import make_detector
+            self._detector = make_detector(self.config)
         return self._detector
 
     def check_utterance(self, text: str, subject: str | None = None) -> dict:
-        from .utterance import check_utterance
-        with self._open() as store:
-            return check_utterance(store, SyncEngine(store, self.config), self.detector, text, subject,
-                                   self.clock()).to_dict()
+        from .check import check_text
+        return check_text(text, self.config, overlay_path=self._path(), subject=subject, as_of=self.clock(),
+                          detector=self.detector).as_dict()
 
     def get_freshness(self, ref: str, subject: str | None = None) -> dict:
         from .maintenance import resolve_refs
@@ -87,11 +86,7 @@ class OverlayTools:
 
     def health(self) -> dict:
         from .maintenance import source_status
-        try:
-            self.detector
-            detector = True
-        except MemwatchError:
-            detector = False
+        detector = self.detector is not None
         with self._open() as store:
             version = store.conn.execute("PRAGMA user_version").fetchone()[0]
             integrity = store.conn.execute("PRAGMA quick_check").fetchone()[0]
@@ -144,8 +139,8 @@ def build_server(tools: OverlayTools):
 
     @server.tool()
     def check_utterance(text: str, subject: str | None = None) -> dict:
-        """Which stored facts of `subject` the utterance `text` contradicts, with UPDATE/EXPIRE
-        suggestions and the subject's stale memories. Nothing is stored."""
+        """Which stored facts the utterance `text` contradicts (of `subject`, or of every subject),
+        with UPDATE/EXPIRE suggestions and the stale memories on the same topics. Nothing is stored."""
         return call(tools.check_utterance, text, subject)
 
     @server.tool()

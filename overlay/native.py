@@ -123,3 +123,35 @@ def forget_native(store: OverlayStore, refs: list[str]) -> int:
 
 def is_native(ref: str) -> bool:
     return ref.startswith(f"{NATIVE_SOURCE}:{NATIVE_TABLE}:")
+
+
+def apply_updates(store: OverlayStore, config: Config, result, *, now: float | None = None,
+                  detector=None) -> list[str]:
+    """Carry out a check's suggestions on native facts: UPDATE sets the new value, EXPIRE
+    erases the fact. Facts of watched stores are left alone (their store is read-only to
+    us). Returns the refs changed."""
+    changed = []
+    for update in result.suggested_updates:
+        if not is_native(update.ref):
+            continue
+        row = store.fact_row(update.ref)
+        if row is None:
+            continue
+        if update.action == "UPDATE" and update.new_value:
+            add_fact(store, config, row["key"], update.new_value, subject=row["subject"], now=now,
+                     detector=detector)
+        else:
+            with store.transaction():
+                forget_native(store, [update.ref])
+                store.apply_contradiction_status()
+        changed.append(update.ref)
+    return changed
+
+
+def apply_to_overlay(config: Config | None, overlay_path: str | None, result) -> list[str]:
+    """`check --apply`: open the overlay, apply the result's suggestions, close it."""
+    from .audit import open_overlay
+    from .detect_changed import make_detector
+    cfg = config or Config()
+    with open_overlay(config, overlay_path) as store:
+        return apply_updates(store, cfg, result, detector=make_detector(cfg))

@@ -17,7 +17,8 @@ def test_quickstart_finds_both_contradictions_and_suggests_two_updates(tmp_path)
     result = mw.check("I just moved to Surabaya for my new job at Anthropic")
 
     assert result.summary == "2 contradiction(s) detected. 0 stale memories."
-    assert {c.key for c in result.contradictions} == {"employer", "city"}
+    assert {c["update"]["key"] for c in result.contradictions} == {"employer", "city"}
+    assert {c["older"] for c in result.contradictions} == {"memwatch:facts:employer", "memwatch:facts:city"}
     updates = {u.key: u for u in result.suggested_updates}
     assert [u.action for u in result.suggested_updates] == ["UPDATE", "UPDATE"]
     assert (updates["employer"].old_value, updates["employer"].new_value) == ("Google", "Anthropic")

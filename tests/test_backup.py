@@ -66,7 +66,8 @@ def test_export_import_export_is_byte_identical_and_reproduces_the_overlay(overl
     lines = [json.loads(line) for line in first.read_text().splitlines()]
     assert lines[0] == {"type": "header", "format": "memwatch-overlay-export", "schema_version": SCHEMA_VERSION}
     kinds = [line["type"] for line in lines]
-    assert kinds.count("source") == 2 and kinds.count("contradiction") == 1 and kinds.count("run") == 1
+    assert kinds.count("source") == 2 and kinds.count("run") == 1
+    assert kinds.count("contradiction") == len(table_dump(overlay)[2]) >= 1
     assert kinds.count("fact") == len(table_dump(overlay)[1]) > 10
     assert not any("id" in line or "source_id" in line for line in lines)
     # the copy answers like the original

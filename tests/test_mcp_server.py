@@ -106,7 +106,7 @@ def test_tools_and_resources_over_stdio(overlay):
 def test_check_utterance_and_list_contradicted(overlay):
     async def body(s):
         checked = payload(await s.call_tool("check_utterance", {
-            "text": "I just moved to Surabaya for my new job at Anthropic"}))
+            "text": "I just moved to Surabaya for my new job at Anthropic", "subject": "me"}))
         contradicted = payload(await s.call_tool("list_contradicted", {"subject": "u_priya"}))
         return checked, contradicted
 
@@ -118,6 +118,9 @@ def test_check_utterance_and_list_contradicted(overlay):
             store.apply_contradiction_status()
         older_ref = store.conn.execute("SELECT ref FROM facts WHERE id = ?", (older,)).fetchone()[0]
         newer_ref = store.conn.execute("SELECT ref FROM facts WHERE id = ?", (newer,)).fetchone()[0]
+    with MemWatch(db=str(overlay), subject="me") as mw:
+        mw.add("employer", "Google", category="employment")
+        mw.add("city", "Jakarta", category="location")
     checked, contradicted = run_async(session_run, overlay, body)
     assert checked["summary"] == "2 contradiction(s) detected. 0 stale memories."
     assert {(u["action"], u["key"], u["new_value"]) for u in checked["suggested_updates"]} == {

@@ -1,0 +1,124 @@
+"""Run the contradiction detector over the facts one sync changed, block by block.
+
+Called by ``SyncEngine`` inside the sync's transaction, after the changed facts are
+stored and their old contradictions cleared. A changed fact is compared only with the
+live facts of its block (same subject and category, any source), in both directions: it
+may outdate older facts, and an already known newer fact may outdate it. Work therefore
+grows with what changed times the size of its block, never with the whole overlay.
+"""
+from __future__ import annotations
+
+import sqlite3
+from collections import defaultdict
+
+from .contradictions import Detector, FactView
+from .store import LIVE, OverlayStore
+
+
+def learned_at(row: sqlite3.Row) -> float:
+    """When the fact was (re-)learned: its latest timestamp, else when the overlay first saw it."""
+    times = [t for t in (row["created_at"], row["updated_at"]) if t is not None]
+    return max(times) if times else row["first_seen"]
+
+
+def fact_view(row: sqlite3.Row) -> FactView:
+    return FactView(ref=row["ref"], subject=row["subject"], key=row["key"], text=row["text"] or "",
+                    category=row["category"], learned_at=learned_at(row))
+
+
+def detect_changed(store: OverlayStore, detector: Detector, source_id: int, sync_no: int,
+                   now: float, stats=None) -> int:
+    """Compare this sync's changed facts within their blocks; persist what is found."""
+    changed = store.conn.execute(
+        f"SELECT * FROM facts WHERE source_id = ? AND changed_sync = ? AND {LIVE}",
+        (source_id, sync_no)).fetchall()
+    blocks: dict[tuple, list[sqlite3.Row]] = defaultdict(list)
+    for row in changed:
+        blocks[(row["subject"], row["category"])].append(row)
+    before = detector.comparisons
+    found = 0
+    vectors = _vector_cache(store, detector)
+    for (subject, category), rows in blocks.items():
+        block = store.block(subject, category)            # every live fact of the block
+        if vectors is not None:
+            vectors.ensure(detector.embedder, [(r["id"], r["text"] or "") for r in block])
+        ids = {r["ref"]: r["id"] for r in block}
+        views = {r["id"]: fact_view(r) for r in block}
+        changed_ids = {r["id"] for r in rows}
+        pairs: set[tuple[int, int]] = set()
+        order = {i: (v.learned_at, i) for i, v in views.items()}     # ties broken by row id
+        for row in rows:
+            me = views[row["id"]]
+            mine = order[row["id"]]
+            olders = [v for i, v in views.items() if order[i] < mine]
+            for c in detector.compare(me, olders):
+                pairs.add((ids[c.older], ids[c.newer]))
+                found += _save(store, ids, c, now)
+            # an unchanged newer fact may outdate this one (changed ones are handled in their turn)
+            for i, v in views.items():
+                if i in changed_ids or order[i] < mine:
+                    continue
+                for c in detector.compare(v, [me]):
+                    if (ids[c.older], ids[c.newer]) not in pairs:
+                        pairs.add((ids[c.older], ids[c.newer]))
+                        found += _save(store, ids, c, now)
+    if stats is not None:
+        stats.comparisons += detector.comparisons - before
+    return found
+
+
+def _save(store: OverlayStore, ids: dict[str, int], c, now: float) -> int:
+    """Persist one finding; a contradiction the source itself records (mem0 UPDATE, memlife
+    superseded_by), saved earlier in this sync, is kept as it is."""
+    older, newer = ids[c.older], ids[c.newer]
+    if store.conn.execute("SELECT 1 FROM contradictions WHERE older_id = ? AND newer_id = ?",
+                          (older, newer)).fetchone():
+        return 0
+    store.add_contradiction(older, newer, c.kind, c.confidence, c.evidence, c.update, now)
+    return 1
+
+
+def _vector_cache(store: OverlayStore, detector: Detector):
+    """The overlay's vector cache when the detector has an embedder; stale vectors re-embedded."""
+    if getattr(detector, "embedder", None) is None or not hasattr(detector.embedder, "model_name"):
+        return None
+    from .embeddings import VectorCache
+    cache = VectorCache(store.conn)
+    if hasattr(detector.embedder, "embed"):
+        cache.reembed_stale(detector.embedder)
+    return cache
+
+
+def make_detector(config) -> Detector | None:
+    """The detector a config asks for: rules by default, plus embeddings and a judge if set.
+
+    ``[detector] enabled = false`` turns detection off; ``pack`` is a slot pack path
+    relative to the config file; ``[embeddings] enabled = true`` (or a ``model``) adds the
+    semantic layer; ``[judge] url = ...`` adds the LLM critic.
+    """
+    det = dict(getattr(config, "detector", {}) or {})
+    if det.get("enabled") is False:
+        return None
+    base = config.base_dir if config is not None else None
+    pack = det.get("pack")
+    if pack and base is not None:
+        from pathlib import Path
+        p = Path(pack).expanduser()
+        pack = str(p if p.is_absolute() else base / p)
+    emb_cfg = dict(getattr(config, "embeddings", {}) or {})
+    embedder = None
+    if emb_cfg.get("enabled", bool(emb_cfg.get("model"))):
+        from .embeddings import Embedder
+        embedder = Embedder(emb_cfg.get("model"), device=emb_cfg.get("device", "cpu"))
+    judge_cfg = dict(getattr(config, "judge", {}) or {})
+    judge = None
+    if judge_cfg.get("url") and judge_cfg.get("enabled", True):
+        from .judge import DEFAULT_MODEL, DEFAULT_TIMEOUT, Judge
+        judge = Judge(judge_cfg["url"], model=judge_cfg.get("model", DEFAULT_MODEL),
+                      api_key_env=judge_cfg.get("api_key_env"),
+                      timeout=float(judge_cfg.get("timeout", DEFAULT_TIMEOUT)))
+    kw = {}
+    if "threshold" in emb_cfg:
+        kw["semantic_threshold"] = float(emb_cfg["threshold"])
+    return Detector(pack, embedder=embedder, judge=judge,
+                    min_confidence=float(det.get("min_confidence", 0.0)), **kw)
