@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ..connectors.detect import detect, source_from_detection
+from ..connectors.detect import GENERIC_PRESETS, detect, source_from_detection
 from ..rules.config import Config, SourceConfig
 from . import gate
 from .errors import ConfigError
@@ -60,7 +60,7 @@ def _zero_config_name(target: str, overlay: OverlayStore | None, det=None) -> st
     uses that name in this overlay (three memlife files stay three sources)."""
     is_dsn = target.startswith(("postgresql://", "postgres://"))
     best = det.matches[0].preset if det is not None and det.matches else "generic"
-    if best != "generic":
+    if best not in GENERIC_PRESETS:
         name = best
     elif is_dsn:
         name = target.rsplit("/", 1)[-1].split("?")[0] or "postgres"
