@@ -106,9 +106,14 @@ def add_fact(store: OverlayStore, config: Config, key: str, value: str, *, categ
                  subject=subject, key=key, category=category,
                  created_at=row["created_at"] if row is not None else now,
                  updated_at=now if row is not None else None)
-    source = native_source(store.path)
-    stats = engine.sync(source, as_of=now, full=False, connector=NativeConnector(source, [rec]))
-    return ref, stats
+    return ref, sync_records(engine, native_source(store.path), [rec], now)
+
+
+def sync_records(engine: SyncEngine, source: SourceConfig, records: list[Record], now: float) -> SyncStats:
+    """Store records handed over in-process (API, framework wrappers) through the sync engine:
+    categorised, scored and compared like rows read from a store. An incremental sync:
+    nothing else of the source is marked deleted."""
+    return engine.sync(source, as_of=now, full=False, connector=NativeConnector(source, records))
 
 
 def forget_native(store: OverlayStore, refs: list[str]) -> int:
