@@ -239,7 +239,10 @@ class MemWatch:
         return {**self.store.summary(ids), "by_category": self.store.summary(ids, group_by="category")}
 
     def search(self, query: str, limit: int = 10, subject: str | None = None) -> list:
-        """Facts ranked by relevance x freshness x confidence (see overlay.search)."""
+        """Facts of `subject` (or the MemWatch's; with neither, of every subject), every source,
+        ranked by relevance x freshness x confidence (see overlay.search)."""
         from .search import search_facts
-        return search_facts(self.store, self.engine, query, limit=limit, subject=self._subject(subject),
-                            as_of=self.clock())
+        from .store import ANY
+        chosen = self._subject(subject)
+        return search_facts(self.store, self.engine, query, limit=limit, as_of=self.clock(),
+                            subject=ANY if chosen is None else chosen)

@@ -1,7 +1,6 @@
 """JSONL export and import of the overlay: a round trip reproduces it; bad input changes nothing."""
 import json
 import shutil
-import sqlite3
 
 import pytest
 

@@ -1,5 +1,4 @@
 """Lifecycle (from memlife): confidence erosion in audits, [lifecycle] validation, gc."""
-import json
 import sqlite3
 
 import pytest
