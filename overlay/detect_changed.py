@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
+from itertools import combinations
 
 from .contradictions import Detector, FactView
+from .slots import stem
 from .store import LIVE, OverlayStore
 
 
@@ -44,27 +46,107 @@ def detect_changed(store: OverlayStore, detector: Detector, source_id: int, sync
             vectors.ensure(detector.embedder, [(r["id"], r["text"] or "") for r in block])
         ids = {r["ref"]: r["id"] for r in block}
         views = {r["id"]: fact_view(r) for r in block}
+        index = BlockIndex(detector, views)
         changed_ids = {r["id"] for r in rows}
         pairs: set[tuple[int, int]] = set()
         order = {i: (v.learned_at, i) for i, v in views.items()}     # ties broken by row id
         for row in rows:
             me = views[row["id"]]
             mine = order[row["id"]]
-            olders = [v for i, v in views.items() if order[i] < mine]
+            olders = [views[i] for i in index.candidates(row["id"]) if order[i] < mine]
             for c in detector.compare(me, olders):
                 pairs.add((ids[c.older], ids[c.newer]))
                 found += _save(store, ids, c, now)
             # an unchanged newer fact may outdate this one (changed ones are handled in their turn)
-            for i, v in views.items():
+            for i in index.could_outdate(row["id"]):
                 if i in changed_ids or order[i] < mine:
                     continue
-                for c in detector.compare(v, [me]):
+                for c in detector.compare(views[i], [me]):
                     if (ids[c.older], ids[c.newer]) not in pairs:
                         pairs.add((ids[c.older], ids[c.newer]))
                         found += _save(store, ids, c, now)
     if stats is not None:
         stats.comparisons += detector.comparisons - before
     return found
+
+
+class BlockIndex:
+    """Which facts of a block a fact can possibly contradict, without comparing them all.
+
+    The rules only ever relate two facts that share a slot (city, employer ...), a store
+    key, or a word the newer fact's transition cue scopes over (matched on its first five
+    letters, as the cue rule does). With an embedder every fact of the block is a
+    candidate: the semantic layer looks at all of them.
+    """
+
+    def __init__(self, detector: Detector, views: dict[int, FactView]):
+        self.detector = detector
+        self.everything = getattr(detector, "embedder", None) is not None
+        self.all_ids = list(views)
+        self.by_term: dict[tuple, set[int]] = defaultdict(set)
+        self.by_want: dict[tuple, set[int]] = defaultdict(set)
+        self.terms: dict[int, set[tuple]] = {}         # what a fact offers as an older fact
+        self.wants: dict[int, set[tuple]] = {}         # what a fact looks for as a newer fact
+        for i, v in views.items():
+            r = detector.read(v)
+            offers = {t for s in r.slots for t in _slot_terms(s, offer=True)}
+            offers |= {("word", _w(a)) for a in r.anchors}
+            key = detector._own_key(v)
+            if key:
+                offers.add(("key", key.strip().lower()))
+            wants = {t for s in r.slots for t in _slot_terms(s, offer=False)}
+            if key:
+                wants.add(("key", key.strip().lower()))
+            for c in r.cues:
+                wants |= {("word", _w(w)) for w in c.scope}
+            self.terms[i], self.wants[i] = offers, wants
+            for t in offers:
+                self.by_term[t].add(i)
+            for t in wants:
+                self.by_want[t].add(i)
+
+    def candidates(self, fact_id: int) -> list[int]:
+        """Facts ``fact_id`` may outdate (as the newer fact)."""
+        if self.everything:
+            return [i for i in self.all_ids if i != fact_id]
+        out: set[int] = set()
+        for t in self.wants[fact_id]:
+            out |= self.by_term.get(t, set())
+        out.discard(fact_id)
+        return sorted(out)
+
+    def could_outdate(self, fact_id: int) -> list[int]:
+        """Facts that may outdate ``fact_id`` (as the newer fact)."""
+        if self.everything:
+            return [i for i in self.all_ids if i != fact_id]
+        out: set[int] = set()
+        for t in self.terms[fact_id]:
+            out |= self.by_want.get(t, set())
+        out.discard(fact_id)
+        return sorted(out)
+
+
+def _w(word: str) -> str:
+    return word[:5]
+
+
+def _slot_terms(s, offer: bool) -> set[tuple]:
+    """Index terms of a slot.
+
+    Most slots meet the whole slot. Slots keyed by an object (likes, counts) meet only
+    facts whose object's words contain, or are contained in, theirs ("thai food" / "food",
+    as the rule compares them): an older fact offers every subset of its words ("sup") and
+    the whole set ("full"); a newer fact looks for its whole set among the "sup" terms and
+    for each of its subsets among the "full" terms.
+    """
+    if s.mode not in ("polar", "count") or not s.key:
+        return {("slot", s.name)}
+    words = sorted({stem(w) for w in s.key.split()})[:6]
+    subsets = {frozenset(c) for n in range(1, len(words) + 1) for c in combinations(words, n)}
+    whole = frozenset(words)
+    if offer:
+        return {("sup", s.name, x) for x in subsets} | {("full", s.name, whole)}
+    return {("sup", s.name, whole)} | {("full", s.name, x) for x in subsets}
 
 
 def _save(store: OverlayStore, ids: dict[str, int], c, now: float) -> int:

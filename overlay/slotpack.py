@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -114,7 +115,21 @@ class Pack:
 
 
 def load_pack(path: str | Path | None = None) -> Pack:
-    """Load the default pack, or the TOML file at ``path``; raise ConfigError when invalid."""
+    """Load the default pack, or the TOML file at ``path``; raise ConfigError when invalid.
+
+    The default pack is compiled once per process and shared (treat it as read-only).
+    """
+    if path is None:
+        return _default_pack()
+    return _load_pack(path)
+
+
+@functools.lru_cache(maxsize=1)
+def _default_pack() -> Pack:
+    return _load_pack(None)
+
+
+def _load_pack(path: str | Path | None) -> Pack:
     if path is None:
         text = resources.files("memwatch_overlay.rules").joinpath(DEFAULT_PACK).read_text("utf-8")
         where = f"rules/{DEFAULT_PACK}"
@@ -269,6 +284,65 @@ def _lexicon(raw: Any, where: str) -> dict[str, str]:
             raise ConfigError("must not be empty", f"lexicon.{name}", where)
         lex[name] = "(?:" + "|".join(items) + ")"
     return lex
+
+
+@functools.lru_cache(maxsize=4096)
+def _required_literals(source: str, flags: int) -> tuple[str, ...] | None:
+    try:
+        from re import _constants as C, _parser as P
+        tree = P.parse(source, flags)
+    except Exception:          # an internal API: without it there is simply no prefilter
+        return None
+    return _lits(tree, C)
+
+
+def required_literals(pattern: re.Pattern) -> tuple[str, ...] | None:
+    """Lower-case strings of which any match of ``pattern`` must contain one, or None.
+
+    Read from the regex's parse tree: the first mandatory element that is a literal run
+    (or a group / alternation whose every branch starts with one). Texts containing none
+    of them cannot match, so the regex is skipped: far cheaper than running it.
+    """
+    return _required_literals(pattern.pattern, pattern.flags)
+
+
+def _lits(seq, C) -> tuple[str, ...] | None:
+    """The most selective literal set among the mandatory elements of ``seq``."""
+    best: tuple[str, ...] | None = None
+
+    def better(cand):
+        nonlocal best
+        if cand and (best is None or _selectivity(cand) > _selectivity(best)):
+            best = cand
+
+    items = list(seq)
+    i = 0
+    while i < len(items):
+        op, av = items[i]
+        if op is C.LITERAL:
+            run = []
+            while i < len(items) and items[i][0] is C.LITERAL:
+                run.append(chr(items[i][1]))
+                i += 1
+            word = "".join(run).lower()
+            if len(word.strip()) >= 2 or word == "@":
+                better((word,))
+            continue
+        if op is C.SUBPATTERN:
+            better(_lits(av[3], C))
+        elif op is C.BRANCH:
+            alts = [_lits(a, C) for a in av[1]]
+            if all(alts):
+                better(tuple(sorted({w for a in alts for w in a})))
+        elif op in (C.MAX_REPEAT, C.MIN_REPEAT) and av[0] >= 1:
+            better(_lits(av[2], C))
+        i += 1
+    return best
+
+
+def _selectivity(words: tuple[str, ...]) -> tuple[int, int]:
+    """Longer shortest word first, then fewer words."""
+    return (min(len(w.strip()) for w in words), -len(words))
 
 
 def _groups(raw: Any, fld: str, where: str) -> tuple[frozenset[str], ...]:

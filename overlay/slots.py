@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .slotpack import Pack, SlotDef
+from .slotpack import Pack, SlotDef, required_literals
 
 _NUMBER_WORDS = {"no": 0, "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5,
                  "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11,
@@ -287,6 +287,35 @@ class Extractor:
     def __init__(self, pack: Pack):
         self.pack = pack
         self.guards = _Guards(pack)
+        self._lits: dict[int, tuple[str, ...] | None] = {}
+        self._gates: dict[str, re.Pattern | None] = {}
+        for sd in pack.slots:
+            rxs = (*sd.assert_, *sd.deny, *sd.end, *sd.event,
+                   *(x for rs in sd.terms.values() for x in rs),
+                   *(x for rs in sd.implied.values() for x in rs))
+            self._gates[sd.name] = self._gate(rxs)
+        self._cue_gate = self._gate([c.pattern for c in pack.cues])
+
+    def _gate(self, rxs) -> re.Pattern | None:
+        """One literal-alternation regex a text must match for any of ``rxs`` to (None: always)."""
+        words: set[str] = set()
+        gated = True
+        for r in rxs:
+            lits = self._lits[id(r)] = required_literals(r)
+            if lits:
+                words.update(lits)
+            else:
+                gated = False
+        if not gated or not words:
+            return None
+        return re.compile("|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)))
+
+    def _finditer(self, r: re.Pattern, text: str, low: str):
+        """``r.finditer(text)``, skipped when ``low`` lacks every literal ``r`` needs."""
+        lits = self._lits.get(id(r))
+        if lits and not any(w in low for w in lits):
+            return ()
+        return r.finditer(text)
 
     # -- public
     def read(self, text: str, subject_words: frozenset[str] = frozenset()) -> Reading:
@@ -301,9 +330,13 @@ class Extractor:
         parts = clauses(t) if parts is None else parts
         infos = [self._info(c, s) for c, s in parts]
         out: list[Slot] = []
+        low = t.lower()
         for sd in self.pack.slots:
             if category and category != "general" and sd.category != category:
                 continue
+            gate = self._gates.get(sd.name)
+            if gate is not None and not gate.search(low):
+                continue                    # none of the slot's regexes can match this text
             out.extend(self._slot(sd, infos))
         return _dedupe(out)
 
@@ -316,11 +349,14 @@ class Extractor:
 
     def cues(self, parts: list[tuple[str, str]]) -> list[CueHit]:
         hits = []
+        if self._cue_gate is not None and not any(self._cue_gate.search(c.lower()) for c, _ in parts):
+            return hits
         for clause, sentence in parts:
             if self.guards.question(sentence):
                 continue
+            low = clause.lower()
             for cue in self.pack.cues:
-                for m in cue.pattern.finditer(clause):
+                for m in self._finditer(cue.pattern, clause, low):
                     prefix = clause[:m.start()]
                     if (self.guards.hedged(prefix) or self.guards.third_party(prefix)
                             or self.guards.negated(prefix)):
@@ -389,8 +425,9 @@ class Extractor:
             def overlaps(m: re.Match) -> bool:
                 return any(m.start() < e and s < m.end() for s, e in taken)
 
+            low = clause.lower()
             for r in sd.end:
-                for m in r.finditer(clause):
+                for m in self._finditer(r, clause, low):
                     usable, neg = ok(m, allow_past=True)
                     if not usable or neg or overlaps(m):
                         continue
@@ -410,7 +447,7 @@ class Extractor:
                                     self._value(sd, raw), raw, kind="end", polarity=-1,
                                     new_value=new, qualifier=q, evidence=clause))
             for r in sd.event:
-                for m in r.finditer(clause):
+                for m in self._finditer(r, clause, low):
                     usable, neg = ok(m)
                     if not usable or neg:
                         continue
@@ -419,7 +456,7 @@ class Extractor:
                                     kind="event", delta=delta, evidence=clause))
             for polarity, rxs in ((-1, sd.deny), (1, sd.assert_)):
                 for r in rxs:
-                    for m in r.finditer(clause):
+                    for m in self._finditer(r, clause, low):
                         usable, neg = ok(m)
                         if not usable or overlaps(m) or (temporary and sd.category == "location"):
                             continue
@@ -457,9 +494,10 @@ class Extractor:
             if info.question:
                 continue
             clause, held, year = info.text, info.held, info.year
+            low = clause.lower()
             for value, rxs in table.items():
                 for r in rxs:
-                    for m in r.finditer(clause):
+                    for m in self._finditer(r, clause, low):
                         prefix = clause[:m.start()]
                         if g.hedged(prefix) or g.past(prefix):
                             continue

@@ -23,8 +23,11 @@ AS_OF = parse_timestamp("2026-11-29")
 CATS = ("employment", "location", "preference", "contact")
 
 
-def _store(path: Path, users: int = 10, per_block: int = 5) -> Path:
-    """users x 4 categories x per_block facts; u3's location block holds "Lives in Bergen"."""
+def _store(path: Path, users: int = 10, per_block: int = 5, town: bool = False) -> Path:
+    """users x 4 categories x per_block facts; u3's location block holds "Lives in Bergen".
+
+    With ``town`` every location fact names a town, so every pair of a location block is a
+    candidate for the detector."""
     conn = sqlite3.connect(path)
     conn.execute("CREATE TABLE memories (id INTEGER PRIMARY KEY, user_id TEXT, kind TEXT, "
                  "fact_key TEXT, content TEXT, created_at TEXT)")
@@ -34,6 +37,8 @@ def _store(path: Path, users: int = 10, per_block: int = 5) -> Path:
             for j in range(per_block):
                 i += 1
                 text = "Lives in Bergen" if (u == 3 and cat == "location" and j == 0) else f"Note {j} on {cat}"
+                if town and cat == "location" and text != "Lives in Bergen":
+                    text = f"Lives in Town{u}x{j}"
                 rows.append((i, f"u{u}", cat, None, text, f"2025-0{1 + j}-10 10:00:00"))
     conn.executemany("INSERT INTO memories VALUES (?, ?, ?, ?, ?, ?)", rows)
     conn.commit()
@@ -50,29 +55,42 @@ def _add(path: Path, *rows) -> None:
 
 
 def test_one_new_fact_costs_its_block_not_the_store(tmp_path):
-    store_path = _store(tmp_path / "bot.db")
+    store_path = _store(tmp_path / "bot.db", town=True)
     cfg = load_config(write_config(tmp_path, store_path))
     det = Detector()
     with OverlayStore(tmp_path / "overlay.db") as overlay:
         engine = SyncEngine(overlay, cfg, detector=det)
         first = engine.sync(cfg.sources[0], as_of=AS_OF, full=True)
-        # every fact is new: within each block of 5, fact k meets the k older ones
-        assert first.comparisons == 40 * (0 + 1 + 2 + 3 + 4)
-        assert first.contradictions == 0
+        # every fact is new: in each of the 10 location blocks, town k meets the k older
+        # towns; notes share no slot, key or cue word with anything and meet nobody
+        assert first.comparisons == 10 * (0 + 1 + 2 + 3 + 4)
+        assert first.contradictions == 10 * (0 + 1 + 2 + 3 + 4)   # a later town outdates every earlier one
         _add(store_path, ("u3", "location", None, "I moved to Oslo last month.", "2026-11-01 09:00:00"))
         second = engine.sync(cfg.sources[0], as_of=AS_OF, full=False)
         assert second.records == 1
         assert second.comparisons == 5                    # its block, not the 200 facts
-        assert second.contradictions == 1
+        assert second.contradictions == 5
         rows = overlay.conn.execute(
             "SELECT o.text, o.status, n.text, c.kind, c.confidence, c.update_json FROM contradictions c "
             "JOIN facts o ON o.id = c.older_id JOIN facts n ON n.id = c.newer_id").fetchall()
-        assert [(r[0], r[1], r[2], r[3]) for r in rows] == [
-            ("Lives in Bergen", "contradicted", "I moved to Oslo last month.", "value")]
-        assert json.loads(rows[0][5])["new_value"] == "Oslo"
+        oslo = [r for r in rows if r[2] == "I moved to Oslo last month."]
+        assert len(oslo) == 5 and all(r[1] == "contradicted" and r[3] == "value" for r in oslo)
+        assert "Lives in Bergen" in {r[0] for r in oslo}
+        assert {json.loads(r[5])["new_value"] for r in oslo} == {"Oslo"}
         # nothing changed: nothing compared
         third = engine.sync(cfg.sources[0], as_of=AS_OF, full=False)
         assert third.comparisons == 0 and third.records == 0
+
+
+def test_facts_that_share_nothing_are_not_compared(tmp_path):
+    store_path = _store(tmp_path / "bot.db")          # notes only, and one town
+    cfg = load_config(write_config(tmp_path, store_path))
+    with OverlayStore(tmp_path / "overlay.db") as overlay:
+        engine = SyncEngine(overlay, cfg, detector=Detector())
+        assert engine.sync(cfg.sources[0], as_of=AS_OF, full=True).comparisons == 0
+        _add(store_path, ("u3", "location", None, "I moved to Oslo last month.", "2026-11-01 09:00:00"))
+        second = engine.sync(cfg.sources[0], as_of=AS_OF, full=False)
+        assert (second.comparisons, second.contradictions) == (1, 1)     # only "Lives in Bergen"
 
 
 def test_a_changed_older_fact_is_judged_again_against_newer_ones(tmp_path):
@@ -191,3 +209,24 @@ def test_disabled_detector_finds_nothing(tmp_path):
             assert len(list(result.contradictions())) == expected
         finally:
             result.close()
+
+
+def test_block_index_loses_nothing_the_rules_would_find():
+    """Candidates from the index find exactly what comparing every pair finds."""
+    from memwatch_overlay.overlay.contradictions import FactView
+    from memwatch_overlay.overlay.detect_changed import BlockIndex
+
+    from contradiction_cases import PARAPHRASES
+    texts = [t for old, _, new, _ in PARAPHRASES for t in (old, new)]
+    views = {i: FactView(f"f{i}", "u", None, t, "general", float(i)) for i, t in enumerate(texts)}
+    det = Detector()
+    brute = {(c.older, c.newer) for i, v in views.items()
+             for c in det.compare(v, [views[j] for j in range(i)])}
+    index = BlockIndex(det, views)
+    before = det.comparisons
+    indexed = {(c.older, c.newer) for i, v in views.items()
+               for c in det.compare(v, [views[j] for j in index.candidates(i) if j < i])}
+    assert len(brute) > 50 and indexed == brute
+    assert det.comparisons - before < len(views) * (len(views) - 1) / 2 / 5   # far fewer pairs
+    reverse = {(views[i].ref, views[j].ref) for i in views for j in index.could_outdate(i) if j > i}
+    assert brute <= reverse
