@@ -262,12 +262,19 @@ class OverlayStore:
                               ((i, i) for i in fact_ids))
 
     def apply_contradiction_status(self, source_id: int | None = None) -> None:
-        """status = contradicted exactly for live facts a live newer fact contradicts."""
+        """status = contradicted exactly for live facts a live newer fact contradicts.
+
+        Only facts that are contradicted now or are the older side of a stored contradiction
+        can change; every other live fact is active and stays so. Looking at those alone
+        (status index, contradictions table) keeps a one-row sync from touching every fact.
+        """
         scope = "" if source_id is None else f" AND source_id = {int(source_id)}"
         self.conn.execute(
             "UPDATE facts SET status = CASE WHEN EXISTS (SELECT 1 FROM contradictions c JOIN facts n "
             "ON n.id = c.newer_id WHERE c.older_id = facts.id AND n.status IN ('active', 'contradicted')) "
-            f"THEN 'contradicted' ELSE 'active' END WHERE status IN ('active', 'contradicted'){scope}")
+            "THEN 'contradicted' ELSE 'active' END WHERE status IN ('active', 'contradicted') "
+            "AND id IN (SELECT id FROM facts WHERE status = 'contradicted' UNION SELECT older_id FROM contradictions)"
+            f"{scope}")
 
     def contradicted_by(self, fact_id: int) -> list[str]:
         return [r[0] for r in self.conn.execute(

@@ -21,6 +21,7 @@ from .scoring import Score, score_fact
 from .store import OverlayStore
 
 BATCH = 2000
+RESCORE_CHUNK = 900   # ids per `IN (…)`: well under SQLite's bound-variable limit
 
 
 @dataclass
@@ -113,7 +114,7 @@ class SyncEngine:
                     stats.records += len(batch)
                 if full or getattr(connector, "read_all", False):
                     stats.deleted = store.mark_unseen_deleted(source_id, sync_no)
-                self._post_score(source_id, as_of)
+                self._post_score(source_id, sync_no, as_of)
                 stats.changed = store.conn.execute(
                     "SELECT count(*) FROM facts WHERE source_id = ? AND changed_sync = ?",
                     (source_id, sync_no)).fetchone()[0]
@@ -139,12 +140,17 @@ class SyncEngine:
                 s.freshness, s.label, s.age_days, s.days_left, s.days_until_expired, s.expired_by, as_of,
                 s.confidence)
 
-    def _post_score(self, source_id: int, as_of: float) -> None:
-        """Facts whose age depends on overlay state (refreshed, or no timestamps) are rescored."""
-        self.store.conn.execute(
-            "UPDATE facts SET scored_as_of = NULL WHERE source_id = ? AND (refreshed_at IS NOT NULL "
-            "OR (created_at IS NULL AND updated_at IS NULL))", (source_id,))
-        self.rescore(as_of, [source_id])
+    def _post_score(self, source_id: int, sync_no: int, as_of: float) -> None:
+        """Facts this sync wrote whose age depends on overlay state (refreshed, or no
+        timestamps) are rescored; nothing else, so an incremental sync (a daemon tick, an API
+        add) does Python work for what it read, not for the whole source."""
+        ids = [r[0] for r in self.store.conn.execute(
+            "SELECT id FROM facts WHERE source_id = ? AND seen_sync = ? AND (refreshed_at IS NOT NULL "
+            "OR (created_at IS NULL AND updated_at IS NULL))", (source_id, sync_no))]
+        for i in range(0, len(ids), RESCORE_CHUNK):
+            chunk = ids[i:i + RESCORE_CHUNK]
+            self.store.conn.executemany("UPDATE facts SET scored_as_of = NULL WHERE id = ?", ((x,) for x in chunk))
+            self.rescore(as_of, fact_ids=chunk)
 
     def _contradictions(self, source_id: int, sync_no: int, replaced, now: float, stats: SyncStats) -> int:
         store = self.store
