@@ -124,7 +124,7 @@ def fact_dict(row) -> dict:
         "age_days": row["age_days"], "freshness": row["freshness"], "label": row["label"],
         "days_left": row["days_left"], "days_until_expired": row["days_until_expired"],
         "expires_at": to_iso(row["expires_at"]), "expired_by": row["expired_by"],
-        "status": row["status"],
+        "confidence": row["confidence"], "status": row["status"],
         "contradicted_by": row["contradicted_by"].split("\x1f") if row["contradicted_by"] else [],
         "first_seen": to_iso(row["first_seen"]),
     }

@@ -12,7 +12,7 @@ Example:
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from ..rules.categorize import Categorizer
 from ..rules.config import Config
@@ -43,10 +43,73 @@ class CheckResult:
         return (f"{len(self.contradictions)} contradiction(s) detected. "
                 f"{len(self.stale)} stale memories.")
 
+    summary = line                  # the memwatch API's name
+
+    @property
+    def stale_memories(self) -> list[dict]:
+        return self.stale
+
+    @property
+    def suggested_updates(self) -> list[SuggestedUpdate]:
+        """One UPDATE or EXPIRE per contradicted memory, most confident first."""
+        out = []
+        for c in self.contradictions:
+            u = c["update"]
+            out.append(SuggestedUpdate(
+                action=u.get("action") or ("UPDATE" if u.get("new_value") else "EXPIRE"), ref=c["older"],
+                key=u.get("key"), old_value=c["older_text"], new_value=u.get("new_value"),
+                confidence=c["confidence"], reason=c["evidence"]))
+        return out
+
     def as_dict(self) -> dict:
         return {"text": self.text, "subject": self.subject, "as_of": to_iso(self.as_of),
                 "categories": self.categories, "compared": self.compared,
-                "contradictions": self.contradictions, "stale": self.stale, "summary": self.line}
+                "contradictions": self.contradictions, "stale": self.stale, "summary": self.line,
+                "suggested_updates": [asdict(u) for u in self.suggested_updates]}
+
+
+def keyed_contradictions(detector: Detector, text: str, newer: FactView, olders: list[FactView],
+                         done: set[str]) -> list:
+    """Compare key-value memories (key `employer`, text `Google`) with what `text` says for that key.
+
+    Free text ("my new job at Anthropic") carries slots; a key-value memory carries its
+    slot in its key, and its text alone ("Google") reads as no slot. For each such
+    memory, the values `text` asserts for the key's slot are compared with it as
+    `employer = Anthropic` vs `employer = Google`, by the detector's own key-value rule.
+    """
+    said = None
+    found = []
+    for old in olders:
+        if old.ref in done or not old.key or old.learned_at > newer.learned_at:
+            continue
+        slot = detector.pack.slot_for_key(old.key)
+        if slot is None:
+            continue
+        said = detector.extract(text) if said is None else said
+        values = [s.raw for s in said if s.name == slot.name and s.kind == "assert" and s.polarity > 0 and s.raw]
+        if values:
+            keyed = FactView(newer.ref, newer.subject, old.key, values[0], old.category, newer.learned_at)
+            found += detector.compare(keyed, [old])
+    return found
+
+
+@dataclass(frozen=True)
+class SuggestedUpdate:
+    """What to do with a memory the text contradicts (from the detector's `update`)."""
+
+    action: str                 # "UPDATE" (new value known) | "EXPIRE" (the old value no longer holds)
+    ref: str
+    key: str | None
+    old_value: str
+    new_value: str | None
+    confidence: float
+    reason: str
+
+    def __str__(self) -> str:
+        name = self.key or self.ref
+        if self.action == "UPDATE":
+            return f"UPDATE {name}: {self.old_value!r} -> {self.new_value!r}"
+        return f"EXPIRE {name}: {self.old_value!r} ({self.reason})"
 
 
 def check_text(text: str, config: Config | None = None, *, overlay_path: str | None = None,
@@ -74,6 +137,7 @@ def check_text(text: str, config: Config | None = None, *, overlay_path: str | N
         by_ref = {r["ref"]: r for r in rows}
         olders = [fact_view(r) for r in rows]
         found = detector.compare(newer, [o for o in olders if o.learned_at <= as_of])
+        found += keyed_contradictions(detector, text, newer, olders, {c.older for c in found})
         for c in sorted(found, key=lambda c: (-c.confidence, c.older)):
             upd = dict(c.update or {})
             upd["ref"] = c.older

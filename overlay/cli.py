@@ -9,6 +9,7 @@ import click
 from rich.console import Console
 
 from ..rules.config import Config, load_config
+from . import output
 from .errors import ExitStatus, MemwatchError
 from .timeparse import parse_as_of
 
@@ -97,6 +98,22 @@ def output_options(fn):
     return fn
 
 
+overlay_option = click.option(
+    "--overlay", "--db", "overlay_path", type=click.Path(dir_okay=False),
+    help="Overlay database (the Python API's db=); default .memwatch/overlay.db beside the config, or here.")
+config_option = click.option("--config", "config_path", type=click.Path(dir_okay=False), help="memwatch.toml to use.")
+
+
+def _overlay_file(config: Config | None, overlay_path: str | None) -> str:
+    return overlay_path or str((config or Config()).resolved_overlay_path())
+
+
+def _memwatch(config_path: str | None, overlay_path: str | None, subject: str | None = None):
+    from .api import MemWatch
+    config = _config(config_path)
+    return MemWatch(db=_overlay_file(config, overlay_path), config=config, subject=subject)
+
+
 def threshold_options(fn):
     """Gate flags; each overrides the same key of [ci] (not the [ci.categories.*] / [ci.sources.*] tables)."""
     fn = click.option("--min-avg-freshness", type=click.FloatRange(0, 1),
@@ -167,7 +184,7 @@ def _gate_lines(result, fmt, output_path) -> None:
 
 @main.command()
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="memwatch.toml to use.")
-@click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False), help="Overlay database.")
+@overlay_option
 @click.option("--source", "source_name", help="Only this source.")
 @click.option("--as-of", "as_of", help="Score as if now were this date/time (UTC).")
 @click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS),
@@ -225,7 +242,7 @@ def _print_trend(history: dict, fmt: str, output_path: str | None) -> None:
 
 @main.command()
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="memwatch.toml to use.")
-@click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False), help="Overlay database.")
+@overlay_option
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @handle_errors
 def stats(config_path, overlay_path, fmt):
@@ -251,34 +268,40 @@ def stats(config_path, overlay_path, fmt):
 @main.command()
 @click.argument("refs", nargs=-1)
 @click.option("--source", "source_name", help="Forget every fact of this source.")
+@click.option("--subject", help="Subject of the KEYs given (facts added with --subject).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="memwatch.toml to use.")
-@click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False), help="Overlay database.")
+@overlay_option
 @handle_errors
-def forget(refs, source_name, config_path, overlay_path):
-    """Drop facts (by REF, e.g. bot:agent_facts:42) from reports; the source is not touched.
+def forget(refs, source_name, subject, config_path, overlay_path):
+    """Drop facts (by REF, e.g. bot:agent_facts:42, or by the KEY of a fact you added) from reports.
 
-    A forgotten fact stays hidden until its content changes in the source.
+    The source is not touched: a forgotten fact stays hidden until its content changes
+    there. A fact added with `add` is erased (the overlay is its only store).
     """
     from .maintenance import forget as do_forget
-    n = do_forget(_config(config_path), overlay_path, list(refs), source_name)
+    n = do_forget(_config(config_path), overlay_path, list(refs), source_name, subject)
     click.echo(f"forgot {n} fact(s)")
 
 
 @main.command()
 @click.argument("refs", nargs=-1, required=True)
+@click.option("--subject", help="Subject of the KEYs given (facts added with --subject).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="memwatch.toml to use.")
-@click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False), help="Overlay database.")
+@overlay_option
 @handle_errors
-def refresh(refs, config_path, overlay_path):
-    """Mark facts (by REF) as re-confirmed now: their freshness restarts from 1."""
+def refresh(refs, subject, config_path, overlay_path):
+    """Mark facts (by REF, or the KEY of a fact you added) as re-confirmed now.
+
+    Their freshness restarts from 1 and their confidence from a higher start.
+    """
     from .maintenance import refresh as do_refresh
-    n = do_refresh(_config(config_path), overlay_path, list(refs))
+    n = do_refresh(_config(config_path), overlay_path, list(refs), subject=subject)
     click.echo(f"refreshed {n} fact(s)")
 
 
 @main.command()
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="memwatch.toml to use.")
-@click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False), help="Overlay database.")
+@overlay_option
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @handle_errors
 def status(config_path, overlay_path, fmt):
@@ -301,25 +324,131 @@ def status(config_path, overlay_path, fmt):
 
 
 @main.command()
+@click.argument("key")
+@click.argument("value")
+@click.option("--category", help="Category (employment, location, …); default: chosen by the rules.")
+@click.option("--subject", help="User or namespace the fact is about.")
+@config_option
+@overlay_option
+@handle_errors
+def add(key, value, category, subject, config_path, overlay_path):
+    """Store a fact KEY = VALUE in the overlay (source `memwatch`, like the Python API's add()).
+
+    The same value again re-confirms the fact; a new value replaces the old one.
+    """
+    with _memwatch(config_path, overlay_path) as mw:
+        memory = mw.add(key, value, category=category, subject=subject)
+    click.echo(f"added {memory.ref} ({memory.category}, freshness {memory.freshness:.2f}, "
+               f"confidence {memory.confidence:.2f})")
+    for ref in memory.contradicted_by:
+        click.echo(f"  contradicted by {ref}")
+
+
+@main.command()
+@click.argument("query")
+@click.option("--limit", default=10, show_default=True, type=click.IntRange(min=1))
+@click.option("--subject", help="Only facts about this subject.")
+@click.option("--source", "source_name", help="Only facts of this source.")
+@click.option("--as-of", "as_of", help="Score as if now were this date/time (UTC).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@config_option
+@overlay_option
+@handle_errors
+def search(query, limit, subject, source_name, as_of, fmt, config_path, overlay_path):
+    """Facts matching QUERY, ranked by relevance x freshness x confidence."""
+    import json as _json
+    from .search import run_search
+    kwargs = {} if subject is None else {"subject": subject}
+    hits = run_search(_config(config_path), overlay_path, query, limit=limit, source=source_name,
+                      as_of=_as_of(as_of), **kwargs)
+    if fmt == "json":
+        click.echo(_json.dumps([h.to_dict() for h in hits], indent=2, ensure_ascii=False))
+        return
+    output.render_search(hits, Console())
+
+
+@main.command()
+@click.option("--retention-days", type=click.FloatRange(min=0),
+              help="Keep facts deleted in their source this many days (default [lifecycle] gc_retention_days, 30).")
+@config_option
+@overlay_option
+@handle_errors
+def gc(retention_days, config_path, overlay_path):
+    """Prune overlay rows of facts deleted in their source longer ago than the retention period."""
+    from .maintenance import gc as do_gc
+    data = do_gc(_config(config_path), overlay_path, retention_days)
+    click.echo(f"pruned {data['facts_pruned']} fact(s) deleted in their source more than "
+               f"{data['retention_days']:g} day(s) ago, and {data['contradictions_pruned']} contradiction(s)")
+
+
+@main.command("export")
+@click.argument("file", type=click.Path(dir_okay=False))
+@config_option
+@overlay_option
+@handle_errors
+def export_cmd(file, config_path, overlay_path):
+    """Write the whole overlay to FILE as JSON lines (a backup, or to move it)."""
+    from .backup import export_file
+    with open_overlay_cli(config_path, overlay_path) as store:
+        counts = export_file(store, file)
+    click.echo("exported " + ", ".join(f"{n} {kind}(s)" for kind, n in counts.items()) + f" to {file}")
+
+
+@main.command("import")
+@click.argument("file", type=click.Path(dir_okay=False))
+@config_option
+@overlay_option
+@handle_errors
+def import_cmd(file, config_path, overlay_path):
+    """Load an export FILE into an empty overlay (all or nothing)."""
+    from .backup import import_file
+    with open_overlay_cli(config_path, overlay_path) as store:
+        counts = import_file(store, file)
+    click.echo("imported " + ", ".join(f"{n} {kind}(s)" for kind, n in counts.items()))
+
+
+@main.command()
+@config_option
+@overlay_option
+@handle_errors
+def mcp(config_path, overlay_path):
+    """Serve the overlay to MCP clients over stdio (needs the `mcp` extra)."""
+    from .mcp_server import serve
+    serve(_config(config_path), overlay_path)
+
+
+def open_overlay_cli(config_path: str | None, overlay_path: str | None):
+    from .audit import open_overlay
+    return open_overlay(_config(config_path), overlay_path)
+
+
+@main.command()
 @click.argument("text")
 @click.option("--subject", help="Whose memories to compare with (a user or namespace); default: all.")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="memwatch.toml to use.")
-@click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False), help="Overlay database.")
+@click.option("--apply", "apply_", is_flag=True,
+              help="Carry out the suggestions on facts added with `add` (UPDATE sets the new value, EXPIRE erases).")
+@config_option
+@overlay_option
 @click.option("--as-of", "as_of", help="Judge staleness as if now were this date/time (UTC).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @handle_errors
-def check(text, subject, config_path, overlay_path, as_of, fmt):
+def check(text, subject, apply_, config_path, overlay_path, as_of, fmt):
     """Compare TEXT (something the user just said) with the overlay's memories.
 
     Prints the memories TEXT contradicts with a suggested UPDATE or EXPIRE for each, and
-    the stale memories on the same topics. Nothing is written.
+    the stale memories on the same topics. Nothing is written unless --apply is given.
     """
     import json as _json
     from .check import check_text
-    result = check_text(text, _config(config_path), overlay_path=overlay_path, subject=subject,
+    config = _config(config_path)
+    result = check_text(text, config, overlay_path=overlay_path, subject=subject,
                         as_of=_as_of(as_of) if as_of else None)
+    applied = []
+    if apply_:
+        from .native import apply_to_overlay
+        applied = apply_to_overlay(config, overlay_path, result)
     if fmt == "json":
-        click.echo(_json.dumps(result.as_dict(), indent=2))
+        click.echo(_json.dumps({**result.as_dict(), "applied": applied}, indent=2))
         return
     console = Console()
     if result.contradictions:
@@ -336,6 +465,8 @@ def check(text, subject, config_path, overlay_path, as_of, fmt):
     for s in result.stale:
         console.print(f"stale: {s['ref']} ({s['label']}, freshness {s['freshness']:.2f}): {s['text']}",
                       markup=False, highlight=False)
+    for ref in applied:
+        console.print(f"applied: {ref}", markup=False, highlight=False)
     console.print(result.line, markup=False, highlight=False)
 
 

@@ -103,13 +103,21 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX fact_vectors_model ON fact_vectors(model);
     """,
+    # v3 (lifecycle): confidence erosion. `confidence` is scored like freshness (see
+    # overlay.scoring); `confirmations` counts re-confirmations (refresh, same value re-added).
+    """
+    ALTER TABLE facts ADD COLUMN confidence REAL;
+    ALTER TABLE facts ADD COLUMN confirmations INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX facts_gc ON facts(status, last_seen);
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 FACT_COLUMNS = ("source_id", "tbl", "pk", "ref", "subject", "key", "text", "category", "created_at",
                 "updated_at", "accessed_at", "access_count", "expires_at", "content_hash",
                 "first_seen", "last_seen", "seen_sync", "changed_sync", "status", "freshness",
-                "label", "age_days", "days_left", "days_until_expired", "expired_by", "scored_as_of")
+                "label", "age_days", "days_left", "days_until_expired", "expired_by", "scored_as_of",
+                "confidence")
 # Columns an upsert refreshes; first_seen, refreshed_at and a `forgotten` status survive it.
 _UPSERT_SQL = (
     f"INSERT INTO facts ({', '.join(FACT_COLUMNS)}) VALUES ({', '.join('?' * len(FACT_COLUMNS))}) "
@@ -122,6 +130,12 @@ _UPSERT_SQL = (
       "THEN 'forgotten' ELSE excluded.status END"
 )
 LIVE = "status IN ('active', 'contradicted')"
+ANY = object()   # find_facts(subject=ANY): every subject (None means "no subject")
+# A fact with its source's name and the refs of the newer facts that contradict it.
+_FACT_SELECT = (
+    "SELECT f.*, s.name AS source_name, (SELECT group_concat(n.ref, char(31)) FROM contradictions c "
+    "JOIN facts n ON n.id = c.newer_id WHERE c.older_id = f.id AND n.status != 'deleted') AS contradicted_by "
+    "FROM facts f JOIN sources s ON s.id = f.source_id")
 
 
 class OverlayStore:
@@ -248,12 +262,19 @@ class OverlayStore:
                               ((i, i) for i in fact_ids))
 
     def apply_contradiction_status(self, source_id: int | None = None) -> None:
-        """status = contradicted exactly for live facts a live newer fact contradicts."""
+        """status = contradicted exactly for live facts a live newer fact contradicts.
+
+        Only facts that are contradicted now or are the older side of a stored contradiction
+        can change; every other live fact is active and stays so. Looking at those alone
+        (status index, contradictions table) keeps a one-row sync from touching every fact.
+        """
         scope = "" if source_id is None else f" AND source_id = {int(source_id)}"
         self.conn.execute(
             "UPDATE facts SET status = CASE WHEN EXISTS (SELECT 1 FROM contradictions c JOIN facts n "
             "ON n.id = c.newer_id WHERE c.older_id = facts.id AND n.status IN ('active', 'contradicted')) "
-            f"THEN 'contradicted' ELSE 'active' END WHERE status IN ('active', 'contradicted'){scope}")
+            "THEN 'contradicted' ELSE 'active' END WHERE status IN ('active', 'contradicted') "
+            "AND id IN (SELECT id FROM facts WHERE status = 'contradicted' UNION SELECT older_id FROM contradictions)"
+            f"{scope}")
 
     def contradicted_by(self, fact_id: int) -> list[str]:
         return [r[0] for r in self.conn.execute(
@@ -278,9 +299,29 @@ class OverlayStore:
         scope, params = _scope("f.source_id", source_ids)
         status = "f.status != 'forgotten'" if include_deleted else "f.status IN ('active', 'contradicted')"
         return self.conn.execute(
-            "SELECT f.*, s.name AS source_name, (SELECT group_concat(n.ref, char(31)) FROM contradictions c "
-            "JOIN facts n ON n.id = c.newer_id WHERE c.older_id = f.id AND n.status != 'deleted') AS contradicted_by "
-            f"FROM facts f JOIN sources s ON s.id = f.source_id WHERE {status} {scope} ORDER BY {order}", params)
+            f"{_FACT_SELECT} WHERE {status} {scope} ORDER BY {order}", params)
+
+    def find_facts(self, *, subject: Any = ANY, labels: Iterable[str] | None = None,
+                   statuses: Iterable[str] = ("active", "contradicted"), limit: int | None = None) -> list[sqlite3.Row]:
+        """Facts (every source) in the shape iter_fact_rows yields, stalest first.
+
+        `subject` None selects facts without a subject; leave it out for every subject.
+        """
+        where, params = [], []
+        statuses = list(statuses)
+        where.append(f"f.status IN ({', '.join('?' * len(statuses))})")
+        params += statuses
+        if subject is not ANY:
+            where.append("f.subject IS ?")
+            params.append(subject)
+        if labels is not None:
+            labels = list(labels)
+            where.append(f"f.label IN ({', '.join('?' * len(labels))})")
+            params += labels
+        sql = f"{_FACT_SELECT} WHERE {' AND '.join(where)} ORDER BY f.freshness, f.id"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return self.conn.execute(sql, params).fetchall()
 
     def summary(self, source_ids: list[int] | None = None, group_by: str | None = None) -> Any:
         """Counts per label over live facts (deleted/forgotten excluded)."""
@@ -305,12 +346,16 @@ class OverlayStore:
             return out.get("", _summary_dict(None, 0))
         return out
 
-    def rescore(self, score_row, as_of: float, source_ids: list[int] | None = None, batch: int = 5000) -> int:
-        """Recompute freshness/label of live facts at `as_of` with `score_row(row) -> Score`."""
+    def rescore(self, score_row, as_of: float, source_ids: list[int] | None = None, batch: int = 5000,
+                fact_ids: list[int] | None = None) -> int:
+        """Recompute freshness/label/confidence of live facts at `as_of` with `score_row(row) -> Score`."""
         scope, params = _scope("source_id", source_ids)
+        if fact_ids is not None:
+            more, more_params = _scope("id", fact_ids)
+            scope, params = scope + more, params + more_params
         rows = self.conn.execute(
-            f"SELECT id, category, created_at, updated_at, refreshed_at, first_seen, accessed_at, access_count, expires_at "
-            f"FROM facts WHERE {LIVE} AND scored_as_of IS NOT ? {scope}", (as_of, *params))
+            f"SELECT id, category, created_at, updated_at, refreshed_at, accessed_at, access_count, expires_at, "
+            f"first_seen, confirmations FROM facts WHERE {LIVE} AND scored_as_of IS NOT ? {scope}", (as_of, *params))
         n = 0
         with self.transaction():
             while True:
@@ -321,10 +366,11 @@ class OverlayStore:
                 for r in chunk:
                     s = score_row(r)
                     updates.append((s.freshness, s.label, s.age_days, s.days_left, s.days_until_expired,
-                                    s.expired_by, as_of, r["id"]))
+                                    s.expired_by, s.confidence, as_of, r["id"]))
                 self.conn.executemany(
                     "UPDATE facts SET freshness = ?, label = ?, age_days = ?, days_left = ?, "
-                    "days_until_expired = ?, expired_by = ?, scored_as_of = ? WHERE id = ?", updates)
+                    "days_until_expired = ?, expired_by = ?, confidence = ?, scored_as_of = ? WHERE id = ?",
+                    updates)
                 n += len(updates)
         return n
 
@@ -336,11 +382,30 @@ class OverlayStore:
         return cur.rowcount
 
     def mark_refreshed(self, refs: list[str], now: float) -> int:
+        """A person (or the API) re-confirmed these facts at `now`."""
         n = 0
         for ref in refs:
-            n += self.conn.execute("UPDATE facts SET refreshed_at = ?, scored_as_of = NULL WHERE ref = ?",
-                                   (now, ref)).rowcount
+            n += self.conn.execute("UPDATE facts SET refreshed_at = ?, confirmations = confirmations + 1, "
+                                   "scored_as_of = NULL WHERE ref = ?", (now, ref)).rowcount
         return n
+
+    def fact_row(self, ref: str) -> sqlite3.Row | None:
+        """One fact with its source's name, in the shape iter_fact_rows yields."""
+        return self.conn.execute(
+            f"{_FACT_SELECT} WHERE f.ref = ?", (ref,)).fetchone()
+
+    def prune_deleted(self, cutoff: float) -> tuple[int, int]:
+        """Erase facts the source deleted and that were last seen before `cutoff` (epoch s).
+
+        Returns (facts, contradictions) erased; call inside a transaction. Facts the source
+        only soft-deletes are still seen by every full read, so they stay until it drops them.
+        """
+        where = "status = 'deleted' AND last_seen < ?"
+        contradictions = self.conn.execute(
+            f"SELECT count(*) FROM contradictions WHERE older_id IN (SELECT id FROM facts WHERE {where}) "
+            f"OR newer_id IN (SELECT id FROM facts WHERE {where})", (cutoff, cutoff)).fetchone()[0]
+        facts = self.conn.execute(f"DELETE FROM facts WHERE {where}", (cutoff,)).rowcount
+        return facts, contradictions
 
     # -- runs ----------------------------------------------------------------------------
     def record_run(self, kind: str, as_of: float, sources: list[str], passed: bool | None,

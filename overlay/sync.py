@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from ..connectors.base import Connector, Record
@@ -21,6 +21,7 @@ from .scoring import Score, score_fact
 from .store import OverlayStore
 
 BATCH = 2000
+RESCORE_CHUNK = 900   # ids per `IN (…)`: well under SQLite's bound-variable limit
 
 
 @dataclass
@@ -54,20 +55,24 @@ class SyncEngine:
 
     # -- scoring ------------------------------------------------------------------------
     def score(self, category: str, learned_at: float | None, as_of: float, access_count: int,
-              accessed_at: float | None, expires_at: float | None) -> Score:
-        return score_fact(as_of, learned_at, self.config.policy(category), self.config.thresholds,
-                          access_count, accessed_at, expires_at)
+              accessed_at: float | None, expires_at: float | None, confirmed_at: float | None = None,
+              confirmations: int = 0) -> Score:
+        """Freshness (the design's formula) and confidence (erosion since the last confirmation)."""
+        s = score_fact(as_of, learned_at, self.config.policy(category), self.config.thresholds,
+                       access_count, accessed_at, expires_at)
+        confirmed_at = learned_at if confirmed_at is None else confirmed_at
+        return replace(s, confidence=self.config.lifecycle.confidence(as_of, confirmed_at, confirmations))
 
     def score_row(self, row, as_of: float) -> Score:
         """Score a stored fact; a person's refresh and first sight count as learning."""
         times = [t for t in (row["created_at"], row["updated_at"], row["refreshed_at"]) if t is not None]
-        if not times or (row["refreshed_at"] is None and row["created_at"] is None and row["updated_at"] is None):
+        if not times:
             times.append(row["first_seen"])
         return self.score(row["category"], max(times), as_of, row["access_count"], row["accessed_at"],
-                          row["expires_at"])
+                          row["expires_at"], max(times), row["confirmations"])
 
-    def rescore(self, as_of: float, source_ids: list[int] | None = None) -> int:
-        return self.store.rescore(lambda r: self.score_row(r, as_of), as_of, source_ids)
+    def rescore(self, as_of: float, source_ids: list[int] | None = None, fact_ids: list[int] | None = None) -> int:
+        return self.store.rescore(lambda r: self.score_row(r, as_of), as_of, source_ids, fact_ids=fact_ids)
 
     # -- sync -----------------------------------------------------------------------------
     def sync(self, source: SourceConfig, as_of: float | None = None, full: bool = True,
@@ -109,7 +114,7 @@ class SyncEngine:
                     stats.records += len(batch)
                 if full or getattr(connector, "read_all", False):
                     stats.deleted = store.mark_unseen_deleted(source_id, sync_no)
-                self._post_score(source_id, as_of)
+                self._post_score(source_id, sync_no, as_of)
                 stats.changed = store.conn.execute(
                     "SELECT count(*) FROM facts WHERE source_id = ? AND changed_sync = ?",
                     (source_id, sync_no)).fetchone()[0]
@@ -132,14 +137,20 @@ class SyncEngine:
         return (source_id, rec.table, json.dumps(rec.pk, sort_keys=False), rec.ref, rec.subject, rec.key,
                 rec.text, category, rec.created_at, rec.updated_at, rec.accessed_at, rec.access_count,
                 rec.expires_at, content_hash(rec), now, now, sync_no, sync_no, rec.status,
-                s.freshness, s.label, s.age_days, s.days_left, s.days_until_expired, s.expired_by, as_of)
+                s.freshness, s.label, s.age_days, s.days_left, s.days_until_expired, s.expired_by, as_of,
+                s.confidence)
 
-    def _post_score(self, source_id: int, as_of: float) -> None:
-        """Facts whose age depends on overlay state (refreshed, or no timestamps) are rescored."""
-        self.store.conn.execute(
-            "UPDATE facts SET scored_as_of = NULL WHERE source_id = ? AND (refreshed_at IS NOT NULL "
-            "OR (created_at IS NULL AND updated_at IS NULL))", (source_id,))
-        self.rescore(as_of, [source_id])
+    def _post_score(self, source_id: int, sync_no: int, as_of: float) -> None:
+        """Facts this sync wrote whose age depends on overlay state (refreshed, or no
+        timestamps) are rescored; nothing else, so an incremental sync (a daemon tick, an API
+        add) does Python work for what it read, not for the whole source."""
+        ids = [r[0] for r in self.store.conn.execute(
+            "SELECT id FROM facts WHERE source_id = ? AND seen_sync = ? AND (refreshed_at IS NOT NULL "
+            "OR (created_at IS NULL AND updated_at IS NULL))", (source_id, sync_no))]
+        for i in range(0, len(ids), RESCORE_CHUNK):
+            chunk = ids[i:i + RESCORE_CHUNK]
+            self.store.conn.executemany("UPDATE facts SET scored_as_of = NULL WHERE id = ?", ((x,) for x in chunk))
+            self.rescore(as_of, fact_ids=chunk)
 
     def _contradictions(self, source_id: int, sync_no: int, replaced, now: float, stats: SyncStats) -> int:
         store = self.store

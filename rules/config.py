@@ -14,12 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from ..overlay.errors import ConfigError, RuleError
-from ..overlay.scoring import DEFAULT_HALF_LIVES, CategoryPolicy, Thresholds
+from ..overlay.scoring import CONFIDENCE_CEILING, DEFAULT_HALF_LIVES, CategoryPolicy, ConfidencePolicy, Thresholds
 
 CONNECTORS = ("sqlite", "json", "postgres")
 LABEL_CONDITIONS = ("fresh", "aging", "stale", "expired", "contradicted")
 ACTION_KINDS = ("annotate", "set", "delete")
 DEFAULT_OVERLAY_PATH = ".memwatch/overlay.db"
+DEFAULT_GC_RETENTION_DAYS = 30.0
+# The source name the Python API (MemWatch) uses for facts it stores in the overlay itself.
+NATIVE_SOURCE = "memwatch"
 
 # Mapping keys shared by every connector: what a record's fields are called in the source.
 MAPPING_KEYS = ("text", "key", "subject", "created_at", "updated_at", "accessed_at",
@@ -126,6 +129,8 @@ class Config:
     rules: list[Rule] = field(default_factory=list)
     actions: list[Action] = field(default_factory=list)
     ci: dict[str, Any] = field(default_factory=dict)
+    lifecycle: ConfidencePolicy = field(default_factory=ConfidencePolicy)
+    gc_retention_days: float = DEFAULT_GC_RETENTION_DAYS
     detector: dict[str, Any] = field(default_factory=dict)     # validated [detector]
     embeddings: dict[str, Any] = field(default_factory=dict)   # validated [embeddings]
     judge: dict[str, Any] = field(default_factory=dict)        # validated [judge]
@@ -167,7 +172,7 @@ def parse_config(raw: dict, path: Path | None = None) -> Config:
     """Validate a TOML document already parsed into a dict."""
     v = _Validator(str(path) if path else None)
     v.known(raw, "", {"overlay", "scoring", "categories", "sources", "rules", "actions", "ci",
-                      "detector", "embeddings", "judge", "daemon"})
+                      "detector", "embeddings", "judge", "daemon", "lifecycle"})
     cfg = Config(path=path)
 
     overlay = v.table(raw, "overlay")
@@ -197,9 +202,13 @@ def parse_config(raw: dict, path: Path | None = None) -> Config:
             v.fail(f"{where}.ttl_days", "must be > 0")
         cfg.categories[name] = CategoryPolicy(float(half), None if ttl is None else float(ttl))
 
+    cfg.lifecycle, cfg.gc_retention_days = _parse_lifecycle(v, v.table(raw, "lifecycle"))
+
     cfg.sources = [_parse_source(v, body, i, cfg.base_dir) for i, body in enumerate(v.array(raw, "sources"))]
     seen = set()
     for i, s in enumerate(cfg.sources):
+        if s.name == NATIVE_SOURCE:
+            v.fail(f"sources[{i}].name", f"{NATIVE_SOURCE!r} is reserved for facts added through the Python API")
         if s.name in seen:
             v.fail(f"sources[{i}].name", f"duplicate source name {s.name!r}")
         seen.add(s.name)
@@ -228,6 +237,26 @@ def parse_config(raw: dict, path: Path | None = None) -> Config:
     if "daemon" in raw:
         v.table(raw, "daemon")
     return cfg
+
+
+def _parse_lifecycle(v: "_Validator", body: dict) -> tuple[ConfidencePolicy, float]:
+    """[lifecycle]: confidence erosion (see overlay.scoring) and the gc retention period."""
+    v.known(body, "lifecycle", {"confidence_half_life_days", "confidence_floor", "confidence_initial",
+                                "gc_retention_days"})
+    d = ConfidencePolicy()
+    half = v.typed(body, "lifecycle", "confidence_half_life_days", (int, float), d.half_life_days)
+    floor = v.typed(body, "lifecycle", "confidence_floor", (int, float), d.floor)
+    initial = v.typed(body, "lifecycle", "confidence_initial", (int, float), d.initial)
+    retention = v.typed(body, "lifecycle", "gc_retention_days", (int, float), DEFAULT_GC_RETENTION_DAYS)
+    if half <= 0:
+        v.fail("lifecycle.confidence_half_life_days", "must be > 0")
+    if not 0 <= floor < CONFIDENCE_CEILING:
+        v.fail("lifecycle.confidence_floor", f"must be >= 0 and < {CONFIDENCE_CEILING}")
+    if not floor <= initial <= CONFIDENCE_CEILING:
+        v.fail("lifecycle.confidence_initial", f"must be between confidence_floor and {CONFIDENCE_CEILING}")
+    if retention < 0:
+        v.fail("lifecycle.gc_retention_days", "must be >= 0")
+    return ConfidencePolicy(float(half), float(floor), float(initial)), float(retention)
 
 
 def _parse_ci(v: "_Validator", ci: dict, cfg: Config) -> dict:
