@@ -71,6 +71,12 @@ class Connector(abc.ABC):
     kind: ClassVar[str] = ""           # sqlite | json | postgres
     description: ClassVar[str] = ""
     preset: ClassVar[str | None] = None  # set on preset subclasses
+    # Write-backs the store itself understands, declared by presets: `do = "expire"` in
+    # [[actions]] writes natural_writebacks["expire"], a {column: value} table like `set`.
+    natural_writebacks: ClassVar[dict[str, dict]] = {}
+    # Format samples for timestamp columns that may be NULL in every row, so a value
+    # written there still takes the store's own format (timeparse.format_like).
+    timestamp_samples: ClassVar[dict[str, str]] = {}
 
     def __init__(self, source: SourceConfig):
         self.source = source

@@ -1,0 +1,232 @@
+"""Write-back to a SQLite table: UPDATE / DELETE by primary key in short transactions.
+
+The read-write connection exists only inside `transaction()`: `BEGIN IMMEDIATE` with a busy
+timeout takes the write lock up front (so the rows read inside it cannot change before the
+write), the caller does a small batch, and the transaction commits at once. Every statement
+is built with sqlglot from quoted identifiers and bound parameters; no name or value from
+memwatch.toml is ever spliced into SQL text. The journal mode and every other setting of
+the bot's database are left alone.
+"""
+from __future__ import annotations
+
+import contextlib
+import re
+import sqlite3
+import urllib.parse
+from typing import Any, Iterator
+
+from sqlglot import exp
+
+from ..overlay.errors import ConnectorError
+from .sqlite import DEFAULT_BUSY_TIMEOUT, ROWID, _pk_text
+from .sqlguard import column, table
+from .writer import Image, Key, SourceBusy, SourceWriter, WriteTxn
+
+DIALECT = "sqlite"
+_INT = re.compile(r"^-?\d+$")
+_REAL = re.compile(r"^-?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?$")
+
+
+def _ref(name: str) -> exp.Expression:
+    """A column reference; the rowid sentinel is SQLite's implicit `rowid`."""
+    return exp.column("rowid") if name == ROWID else column(name)
+
+
+def _eq(name: str) -> exp.Expression:
+    return exp.EQ(this=_ref(name), expression=exp.Placeholder())
+
+
+def _where(names: list[str]) -> exp.Expression:
+    return exp.and_(*[_eq(n) for n in names])
+
+
+def _bind(value: Any) -> Any:
+    """A plain value as SQLite binds it (booleans as 0/1)."""
+    if isinstance(value, bool):
+        return int(value)
+    return value
+
+
+def _candidates(name: str, text: str) -> list[Any]:
+    """Values a text pk may be stored as: the text itself, or the number it spells."""
+    out: list[Any] = [] if name == ROWID else [text]
+    if _INT.match(text):
+        out.append(int(text))
+    elif _REAL.match(text) and name != ROWID:
+        out.append(float(text))
+    return out
+
+
+class SqliteWriter(SourceWriter):
+    kind = "sqlite"
+
+    def __init__(self, connector, table_name: str | None = None,
+                 busy_timeout: float = DEFAULT_BUSY_TIMEOUT):
+        super().__init__(connector, table_name)
+        self.busy_timeout = busy_timeout
+        self._info: list[tuple[str, str]] | None = None
+
+    # -- schema (read-only connection of the connector) ------------------------------
+    def _table_info(self) -> list[tuple[str, str]]:
+        if self._info is None:
+            rows = self.connector.conn.execute(
+                "SELECT name, type, hidden FROM pragma_table_xinfo(?)", (self.table,)).fetchall()
+            if not rows:
+                names = ", ".join(t.name for t in self.connector.describe()) or "none"
+                raise ConnectorError(f"{self.source.target}: no table {self.table!r} (tables: {names})")
+            # hidden 0 = ordinary column; generated and virtual-table hidden columns cannot be written
+            self._info = [(name, decl or "") for name, decl, hidden in rows if hidden == 0]
+        return self._info
+
+    def columns(self) -> list[str]:
+        return [name for name, _ in self._table_info()]
+
+    def declared_type(self, col: str) -> str:
+        return dict(self._table_info()).get(col, "")
+
+    def key_columns(self) -> list[str]:
+        if self.source.id:
+            return list(self.source.id)
+        info = self.connector.table_info(self.table)
+        if info.pk:
+            return list(info.pk)
+        if info.rowid:
+            return [ROWID]
+        raise ConnectorError(f"source {self.source.name!r}: table {self.table!r} has no primary key; "
+                             f"set `id` in its [[sources]] entry")
+
+    # -- statements ------------------------------------------------------------------
+    def _select_image(self, keys: list[str]) -> exp.Select:
+        """SELECT typeof(k), k, …, typeof(c), c, … for the key and every column."""
+        out = []
+        for name in [*keys, *self.columns()]:
+            out += [exp.func("typeof", _ref(name)), _ref(name)]
+        return exp.select(*out).from_(table(self.table))
+
+    def _split(self, row: tuple, keys: list[str]) -> tuple[Key, Image]:
+        pairs = [(row[i], row[i + 1]) for i in range(0, len(row), 2)]
+        key = {k: pairs[i] for i, k in enumerate(keys)}
+        image = {c: pairs[len(keys) + i] for i, c in enumerate(self.columns())}
+        return key, image
+
+    def locate(self, pk: dict[str, str]) -> tuple[Key, Image] | None:
+        keys = self.key_columns()
+        conds, params = [], []
+        for name in keys:
+            options = _candidates(name, pk.get(name, ""))
+            if not options:
+                return None
+            conds.append(exp.In(this=_ref(name), expressions=[exp.Placeholder() for _ in options]))
+            params += options
+        sql = self._select_image(keys).where(exp.and_(*conds)).sql(dialect=DIALECT)
+        try:
+            rows = self.connector.conn.execute(sql, params).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise ConnectorError(f"{self.source.target}: {exc}") from None
+        found = []
+        for row in rows:
+            key, image = self._split(row, keys)
+            if all(_pk_text(key[k][1]) == pk.get(k, "") for k in keys):
+                found.append((key, image))
+        return found[0] if len(found) == 1 else None
+
+    def sample(self, col: str) -> Any:
+        from ..overlay.timeparse import parse_timestamp
+        stmt = (exp.select(column(col)).from_(table(self.table))
+                .where(exp.Not(this=exp.Is(this=column(col), expression=exp.Null()))).limit(20))
+        for (value,) in self.connector.conn.execute(stmt.sql(dialect=DIALECT)).fetchall():
+            try:
+                if parse_timestamp(value) is not None:
+                    return value
+            except ValueError:
+                continue
+        return None
+
+    # -- writing -----------------------------------------------------------------------
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator["SqliteTxn"]:
+        path = self.source.resolved_path
+        if path is None or not path.exists():
+            raise ConnectorError(f"{self.source.target}: no such file")
+        uri = "file:" + urllib.parse.quote(str(path.resolve())) + "?mode=rw"
+        try:
+            conn = sqlite3.connect(uri, uri=True, timeout=self.busy_timeout, isolation_level=None,
+                                   check_same_thread=False)
+        except sqlite3.DatabaseError as exc:
+            raise ConnectorError(f"{self.source.target}: cannot open for write-back ({exc})") from None
+        try:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise SourceBusy(f"{self.source.target}: busy ({exc}); retried later") from None
+            txn = SqliteTxn(self, conn)
+            try:
+                yield txn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            try:
+                conn.execute("COMMIT")
+            except sqlite3.OperationalError as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise SourceBusy(f"{self.source.target}: commit failed ({exc}); retried later") from None
+        finally:
+            conn.close()
+
+
+class SqliteTxn(WriteTxn):
+    """Statements on one open write transaction; keys carry their own column names."""
+
+    def __init__(self, writer: SqliteWriter, conn: sqlite3.Connection):
+        self.w = writer
+        self.conn = conn
+
+    def _run(self, stmt: exp.Expression, params: list) -> sqlite3.Cursor:
+        try:
+            return self.conn.execute(stmt.sql(dialect=DIALECT), params)
+        except sqlite3.DatabaseError as exc:
+            raise ConnectorError(f"{self.w.source.target}: write-back failed ({exc})") from None
+
+    def _one(self, cur: sqlite3.Cursor, what: str, key: Key) -> None:
+        if cur.rowcount != 1:
+            raise ConnectorError(f"{self.w.source.target}: {what} by key {self.w.plain(key)} touched "
+                                 f"{cur.rowcount} rows; `id` must name a unique key")
+
+    def read(self, key: Key) -> Image | None:
+        names = list(key)
+        stmt = self.w._select_image(names).where(_where(names))
+        rows = self._run(stmt, [v for _, v in key.values()]).fetchall()
+        if len(rows) != 1:
+            return None
+        return self.w._split(rows[0], names)[1]
+
+    def update(self, key: Key, values: dict[str, Any]) -> None:
+        if not values:
+            return
+        cols = list(values)
+        stmt = exp.Update(this=table(self.w.table), expressions=[_eq(c) for c in cols],
+                          where=exp.Where(this=_where(list(key))))
+        params = [_bind(values[c]) for c in cols] + [v for _, v in key.values()]
+        self._one(self._run(stmt, params), "UPDATE", key)
+
+    def restore(self, key: Key, image: Image) -> None:
+        current = self.read(key) or {}
+        self.update(key, {c: tv[1] for c, tv in image.items() if current.get(c) != tv})
+
+    def delete(self, key: Key) -> None:
+        stmt = exp.Delete(this=table(self.w.table), where=exp.Where(this=_where(list(key))))
+        self._one(self._run(stmt, [v for _, v in key.values()]), "DELETE", key)
+
+    def insert(self, key: Key, image: Image) -> None:
+        cols = list(image)
+        values = [image[c][1] for c in cols]
+        for k, (_, v) in key.items():    # the rowid of a table without a declared key
+            if k not in image:
+                cols.append(k)
+                values.append(v)
+        names = [exp.to_identifier("rowid") if c == ROWID else exp.to_identifier(c, quoted=True) for c in cols]
+        row = exp.Tuple(expressions=[exp.Placeholder() for _ in cols])
+        stmt = exp.Insert(this=exp.Schema(this=table(self.w.table), expressions=names),
+                          expression=exp.Values(expressions=[row]))
+        self._run(stmt, values)
