@@ -86,6 +86,10 @@ class SqliteWriter(SourceWriter):
 
     def key_columns(self) -> list[str]:
         if self.source.id:
+            missing = [c for c in self.source.id if c not in self.columns()]
+            if missing:   # SQLite would read an unknown "quoted" name as a string literal
+                raise ConnectorError(f"source {self.source.name!r}: id = {missing[0]!r}: no column "
+                                     f"{missing[0]!r} in {self.table} (columns: {', '.join(self.columns())})")
             return list(self.source.id)
         info = self.connector.table_info(self.table)
         if info.pk:
