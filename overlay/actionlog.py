@@ -110,7 +110,7 @@ class ActionLog:
         """Applied, not undone actions from `when` on, newest first (the order undo needs)."""
         rows = self.conn.execute(
             "SELECT * FROM actions WHERE state = 'applied' AND undone_at IS NULL AND run_at >= ? "
-            "ORDER BY id DESC", (when,)).fetchall()
+            "ORDER BY id DESC", (when - 1e-6,)).fetchall()    # printed times have whole microseconds
         return [LoggedAction.from_row(r) for r in rows]
 
     def done_keys(self, source: str) -> set[tuple[str, str, str]]:

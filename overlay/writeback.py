@@ -553,6 +553,7 @@ def undo_actions(config: Config | None, *, ids: list[int] | None = None, since: 
     result = UndoResult()
     try:
         log = ActionLog(store)
+        _reconcile_all(config, store, log)
         chosen: dict[int, LoggedAction] = {}
         for action_id in ids or []:
             a = log.get(action_id)
@@ -597,13 +598,25 @@ def _source_for_undo(config: Config | None, store: OverlayStore, name: str, tbl:
                         dsn=row["target"] if row["connector"] == "postgres" else None)
 
 
+def _reconcile_all(config: Config | None, store: OverlayStore, log: ActionLog) -> None:
+    """Settle every pending entry first, so an interrupted apply can be undone like any other."""
+    for name, tbl in sorted({(a.source, a.tbl) for a in log.pending()}):
+        connector = make_connector(_source_for_undo(config, store, name, tbl))
+        try:
+            connector.open()
+            _reconcile(log, writer_for(connector, tbl), name)
+        except ConnectorError:
+            continue          # source unreachable now: the entries stay pending until it is back
+        finally:
+            connector.close()
+
+
 def _undo_group(config: Config | None, store: OverlayStore, log: ActionLog, name: str, tbl: str,
                 actions: list[LoggedAction], batch_size: int, result: UndoResult) -> None:
     connector = make_connector(_source_for_undo(config, store, name, tbl))
     connector.open()
     try:
         writer = writer_for(connector, tbl)
-        _reconcile(log, writer, name)
         for batch in iter_chunks(actions, batch_size):
             outcomes: list[tuple[LoggedAction, str | None, str]] = []
             try:
