@@ -62,6 +62,8 @@ class SqliteConnector(Connector):
     kind = "sqlite"
     description = "SQLite file: a table or a read-only SELECT, columns mapped in memwatch.toml"
     dialect = "sqlite"
+    # Columns a preset reads beyond the mapping (memlife's superseded_by...); absent ones are skipped.
+    extra_columns: tuple[str, ...] = ()
 
     def __init__(self, source: SourceConfig, busy_timeout: float = DEFAULT_BUSY_TIMEOUT):
         super().__init__(source)
@@ -175,18 +177,27 @@ class SqliteConnector(Connector):
         finally:
             cur.close()
 
-    def build_select(self, cursor: dict | None) -> tuple[str, tuple, list[str]]:
+    def base_select(self) -> tuple[exp.Select, list[str], bool]:
+        """The mapped columns (plus `extra_columns`), without a cursor filter or order.
+
+        Returns the statement, the pk columns and whether rowid is selected as ROWID.
+        """
         columns = self.query_columns()
         mapping = self.mapping(columns)
         pks = self.pk_columns(columns)
         wanted = []
-        for col in [*(p for p in pks if p != ROWID), *(c for c, _ in mapping.values())]:
+        extra_cols = [c for c in self.extra_columns if c in columns]
+        for col in [*(p for p in pks if p != ROWID), *(c for c, _ in mapping.values()), *extra_cols]:
             if col not in wanted:
                 wanted.append(col)
         use_rowid = self.source.query is None and self.table_info(self.source.table).rowid
         extra = [sqlguard.sqlglot_rowid()] if use_rowid else []
         stmt = sqlguard.select_rows(self.source.table, self.source.query, wanted, self.dialect,
                                     where=self.source.where, extra=extra)
+        return stmt, pks, use_rowid
+
+    def build_select(self, cursor: dict | None) -> tuple[str, tuple, list[str]]:
+        stmt, pks, use_rowid = self.base_select()
         params: tuple = ()
         if use_rowid:
             if cursor and cursor.get("rowid") is not None:

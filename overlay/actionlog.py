@@ -129,6 +129,17 @@ class ActionLog:
                     out.add((ref, spec, h))
         return out
 
+    def written_images(self, source: str) -> dict[tuple[str, str], list[dict]]:
+        """(ref, spec) -> after-images of applied writes whose content hash is unknown
+        (non-row-local presets): a row still equal to one of them was handled already."""
+        out: dict[tuple[str, str], list[dict]] = {}
+        for ref, spec, after in self.conn.execute(
+                "SELECT ref, spec, after_json FROM actions WHERE source = ? AND state = 'applied' "
+                "AND undone_at IS NULL AND kind = 'set' AND after_hash IS NULL AND after_json IS NOT NULL",
+                (source,)):
+            out.setdefault((ref, spec), []).append(json.loads(after))
+        return out
+
     def history(self, limit: int = 50, source: str | None = None) -> list[LoggedAction]:
         sql = "SELECT * FROM actions WHERE state != 'pending'"
         params: tuple = ()

@@ -80,6 +80,7 @@ class AuditResult:
     stats: list[SyncStats]
     summary: dict = dataclasses.field(default_factory=dict)
     violations: list[gate.Violation] = dataclasses.field(default_factory=list)
+    scoped_thresholds: dict = dataclasses.field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -92,6 +93,7 @@ class AuditResult:
         return {"version": REPORT_VERSION, "as_of": to_iso(self.as_of), "passed": self.passed,
                 "summary": self.summary, "thresholds": self.thresholds,
                 "violations": [v.message for v in self.violations],
+                **({"scoped_thresholds": self.scoped_thresholds} if self.scoped_thresholds else {}),
                 "sources": [{"name": s.name, "connector": s.connector, "preset": s.preset,
                              "target": s.target} for s in self.sources]}
 
@@ -133,6 +135,10 @@ def judge(result: AuditResult, config: Config) -> None:
     """Fill the summary and the gate's violations (overall, per category, per source)."""
     result.summary = result.store.summary(result.source_ids)
     result.violations = gate.evaluate(result.summary, result.thresholds)
+    scoped = result.scoped_thresholds = gate.scoped_thresholds(config.ci)
+    if scoped:
+        groups = {table: result.by(gate.SCOPES[table]) for table in scoped}
+        result.violations += gate.evaluate_scoped(scoped, groups)
 
 
 def audit(target: str | None = None, config: Config | None = None, *, as_of: float | None = None,

@@ -9,11 +9,11 @@ import click
 from rich.console import Console
 
 from ..rules.config import Config, load_config
-from . import output
 from .errors import ExitStatus, MemwatchError
 from .timeparse import parse_as_of
 
-FORMATS = ["table", "json"]
+FORMATS = ["table", "json"]                  # stats, status, report --trend
+REPORT_FORMATS = ["table", "json", "junit", "sarif", "markdown", "html"]   # audit, report
 
 
 def handle_errors(fn):
@@ -74,24 +74,39 @@ class _Progress:
             self.progress.stop()
 
 
-def _emit(result, fmt: str, output_path: str | None) -> None:
-    out = _stdout(output_path)
-    try:
-        if fmt == "json":
-            output.write_json(result, out)
-        else:
-            console = Console(file=out, width=None if out is sys.stdout else 160,
-                              no_color=out is not sys.stdout)
-            output.render_table(result, console)
-    finally:
-        if out is not sys.stdout:
-            out.close()
+def _publish(result, fmt, output_path, html_path, github, trend=None) -> None:
+    from .reports import Streams, publish
+    notes = publish(result, fmt, Streams(sys.stdout, sys.stderr), output_path=output_path,
+                    html_path=html_path, github=github, trend=trend)
+    for note in notes:
+        click.echo(note, err=True)
+
+
+def _thresholds(max_stale_ratio, max_stale, max_contradictions, min_avg_freshness) -> dict:
+    return {"max_stale_ratio": max_stale_ratio, "max_stale": max_stale,
+            "max_contradictions": max_contradictions, "min_avg_freshness": min_avg_freshness}
+
+
+def output_options(fn):
+    fn = click.option("--github/--no-github", "github", default=True, show_default=True,
+                      help="Under GitHub Actions (GITHUB_ACTIONS=true): annotations and a job summary.")(fn)
+    fn = click.option("--html", "html_path", type=click.Path(dir_okay=False),
+                      help="Also write a self-contained HTML report here.")(fn)
+    fn = click.option("--output", "output_path", type=click.Path(dir_okay=False),
+                      help="Write the report here instead of stdout.")(fn)
+    return fn
 
 
 def threshold_options(fn):
-    fn = click.option("--max-contradictions", type=int, help="Fail (exit 1) above this many contradicted facts.")(fn)
-    fn = click.option("--max-stale", type=int, help="Fail (exit 1) above this many stale + expired facts.")(fn)
-    fn = click.option("--max-stale-ratio", type=float, help="Fail (exit 1) when (stale + expired) / total is above this.")(fn)
+    """Gate flags; each overrides the same key of [ci] (not the [ci.categories.*] / [ci.sources.*] tables)."""
+    fn = click.option("--min-avg-freshness", type=click.FloatRange(0, 1),
+                      help="Fail (exit 1) when the average freshness is below this.")(fn)
+    fn = click.option("--max-contradictions", type=click.IntRange(min=0),
+                      help="Fail (exit 1) above this many contradicted facts.")(fn)
+    fn = click.option("--max-stale", type=click.IntRange(min=0),
+                      help="Fail (exit 1) above this many stale + expired facts.")(fn)
+    fn = click.option("--max-stale-ratio", type=click.FloatRange(0, 1),
+                      help="Fail (exit 1) when (stale + expired) / total is above this.")(fn)
     return fn
 
 
@@ -109,14 +124,14 @@ def main():
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="memwatch.toml to use.")
 @click.option("--source", "source_name", help="With --config and TARGET: which [[sources]] entry TARGET is.")
 @click.option("--as-of", "as_of", help="Score as if now were this date/time (UTC), for reproducible audits.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-@click.option("--output", "output_path", type=click.Path(dir_okay=False), help="Write the report here instead of stdout.")
+@click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), default="table", show_default=True)
+@output_options
 @click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False),
               help="Overlay database (default .memwatch/overlay.db beside the config, or in the current folder).")
 @threshold_options
 @handle_errors
-def audit(target, config_path, source_name, as_of, fmt, output_path, overlay_path,
-          max_stale_ratio, max_stale, max_contradictions):
+def audit(target, config_path, source_name, as_of, fmt, output_path, html_path, github, overlay_path,
+          max_stale_ratio, max_stale, max_contradictions, min_avg_freshness):
     """Score every memory of TARGET (a SQLite/JSON/JSONL file or a postgresql:// DSN) once.
 
     Exit 0 when the gate passes, 1 when a threshold is exceeded, 2 on bad input.
@@ -126,8 +141,8 @@ def audit(target, config_path, source_name, as_of, fmt, output_path, overlay_pat
     try:
         result = run_audit(target, _config(config_path), as_of=_as_of(as_of), overlay_path=overlay_path,
                            source_name=source_name,
-                           thresholds={"max_stale_ratio": max_stale_ratio, "max_stale": max_stale,
-                                       "max_contradictions": max_contradictions},
+                           thresholds=_thresholds(max_stale_ratio, max_stale, max_contradictions,
+                                                  min_avg_freshness),
                            on_progress=progress)
     finally:
         progress.stop()
@@ -135,10 +150,19 @@ def audit(target, config_path, source_name, as_of, fmt, output_path, overlay_pat
         for stat in result.stats:
             for w in stat.warnings[:5]:
                 click.echo(f"warning: {stat.source}: {w}", err=True)
-        _emit(result, fmt, output_path)
+        _publish(result, fmt, output_path, html_path, github)
+        _gate_lines(result, fmt, output_path)
         sys.exit(int(ExitStatus.OK if result.passed else ExitStatus.GATE_FAILED))
     finally:
         result.close()
+
+
+def _gate_lines(result, fmt, output_path) -> None:
+    """One line per violated threshold on stderr, unless the table on stdout shows them."""
+    if fmt == "table" and not output_path:
+        return
+    for v in result.violations:
+        click.echo(f"gate: {v.message}", err=True)
 
 
 @main.command()
@@ -146,23 +170,57 @@ def audit(target, config_path, source_name, as_of, fmt, output_path, overlay_pat
 @click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False), help="Overlay database.")
 @click.option("--source", "source_name", help="Only this source.")
 @click.option("--as-of", "as_of", help="Score as if now were this date/time (UTC).")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-@click.option("--output", "output_path", type=click.Path(dir_okay=False), help="Write the report here.")
+@click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS),
+              help="Report format [default: table; none when only --html or --trend is given].")
+@output_options
+@click.option("--trend", is_flag=True, help="Show how staleness moved over the last --runs audits.")
+@click.option("--runs", "runs", type=click.IntRange(min=1), default=10, show_default=True,
+              help="How many audit runs --trend (and the HTML trend chart) cover.")
 @threshold_options
 @handle_errors
-def report(config_path, overlay_path, source_name, as_of, fmt, output_path,
-           max_stale_ratio, max_stale, max_contradictions):
-    """Print the overlay's current state without reading any source."""
+def report(config_path, overlay_path, source_name, as_of, fmt, output_path, html_path, github, trend, runs,
+           max_stale_ratio, max_stale, max_contradictions, min_avg_freshness):
+    """Print the overlay's current state without reading any source.
+
+    --html writes a self-contained page; --trend shows the stale ratio of recent audits
+    (table or json). Exit 1 when a threshold is exceeded (not with --trend alone).
+    """
+    from .trend import report_trend
+    config = _config(config_path)
+    history = report_trend(config, overlay_path, runs, source_name) if (trend or html_path) else None
+    if trend:
+        if fmt not in (None, "table", "json"):
+            raise click.BadParameter("--trend prints table or json", param_hint="--format")
+        _print_trend(history, fmt or "table", output_path)
+        if not html_path:
+            return
+        fmt, output_path = None, None
+    elif fmt is None and not html_path:
+        fmt = "table"
     from .audit import overlay_report
-    result = overlay_report(_config(config_path), overlay_path=overlay_path, as_of=_as_of(as_of),
+    result = overlay_report(config, overlay_path=overlay_path, as_of=_as_of(as_of),
                             source_name=source_name,
-                            thresholds={"max_stale_ratio": max_stale_ratio, "max_stale": max_stale,
-                                        "max_contradictions": max_contradictions})
+                            thresholds=_thresholds(max_stale_ratio, max_stale, max_contradictions,
+                                                   min_avg_freshness))
     try:
-        _emit(result, fmt, output_path)
+        _publish(result, fmt, output_path, html_path, github, trend=history)
+        _gate_lines(result, fmt, output_path)
         sys.exit(int(ExitStatus.OK if result.passed else ExitStatus.GATE_FAILED))
     finally:
         result.close()
+
+
+def _print_trend(history: dict, fmt: str, output_path: str | None) -> None:
+    from . import trend as trend_mod
+    out = _stdout(output_path)
+    try:
+        if fmt == "json":
+            trend_mod.write_json(history, out)
+        else:
+            trend_mod.render_table(history, Console(file=out, no_color=out is not sys.stdout))
+    finally:
+        if out is not sys.stdout:
+            out.close()
 
 
 @main.command()

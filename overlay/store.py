@@ -380,9 +380,19 @@ class OverlayStore:
 
     def runs(self, limit: int = 20) -> list[dict]:
         rows = self.conn.execute("SELECT * FROM runs ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
-        return [{"id": r["id"], "started_at": r["started_at"], "as_of": r["as_of"], "kind": r["kind"],
-                 "sources": json.loads(r["sources"]), "passed": None if r["passed"] is None else bool(r["passed"]),
-                 "summary": json.loads(r["summary_json"])} for r in reversed(rows)]
+        return [_run_dict(r) for r in reversed(rows)]
+
+    def iter_runs(self, kind: str | None = None) -> Iterator[dict]:
+        """Runs newest first, optionally of one kind (``audit``)."""
+        where, params = ("WHERE kind = ?", (kind,)) if kind else ("", ())
+        for r in self.conn.execute(f"SELECT * FROM runs {where} ORDER BY id DESC", params):
+            yield _run_dict(r)
+
+
+def _run_dict(r) -> dict:
+    return {"id": r["id"], "started_at": r["started_at"], "as_of": r["as_of"], "kind": r["kind"],
+            "sources": json.loads(r["sources"]), "passed": None if r["passed"] is None else bool(r["passed"]),
+            "summary": json.loads(r["summary_json"])}
 
 
 def _summary_dict(row, deleted: int) -> dict:

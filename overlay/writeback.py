@@ -67,7 +67,8 @@ class Change:
     values: dict[str, Any] = dataclasses.field(default_factory=dict)   # new values / annotation
     old: dict[str, Any] = dataclasses.field(default_factory=dict)      # current values of those columns
     key: Key | None = None           # typed key of the source row (writes)
-    sweepable: bool = False          # writes the store's own expiry column
+    image: Image | None = None       # the whole row when planned (the check for non-row-local presets)
+    sweepable: bool = False          # writes a time into the store's own expiry column
 
     def to_dict(self) -> dict:
         out = {"do": self.do, "action": self.action_index, "source": self.source, "table": self.table,
@@ -169,11 +170,13 @@ class _SourcePlanner:
         self.rules: list[_Rule] = []
         self._samples: dict[str, Any] = {}
         self._raw_rules = rules
+        self.hasher: _RowHasher | None = None
 
     def open(self) -> None:
         self.connector.open()
         for i, action in self._raw_rules:
             self.rules.append(self._validate(i, action))
+        self.hasher = row_hasher(self.connector, self.config) if self.writer is not None else None
 
     def close(self) -> None:
         self.connector.close()
@@ -318,7 +321,9 @@ def _plan_source(store: OverlayStore, engine: SyncEngine, planner: _SourcePlanne
     if row is None:
         return
     engine.rescore(plan.as_of, [row["id"]])
-    done = ActionLog(store).done_keys(planner.source.name)
+    log = ActionLog(store)
+    done = log.done_keys(planner.source.name)
+    written = log.written_images(planner.source.name) if planner.hasher is None else {}
     expiry = planner.expiry_columns()
     facts = store.conn.execute(
         f"SELECT * FROM facts WHERE source_id = ? AND {LIVE} ORDER BY id", (row["id"],)).fetchall()
@@ -346,16 +351,25 @@ def _plan_source(store: OverlayStore, engine: SyncEngine, planner: _SourcePlanne
                 plan.skipped.append(Skipped(change, SKIP_GONE))
                 continue
             change.key, image = located
+            if planner.writer.encode_image(image) in written.get((fact["ref"], rule.spec_key), []):
+                plan.already += 1
+                continue
+            if planner.hasher is not None and planner.hasher(image, change.key) != fact["content_hash"]:
+                plan.skipped.append(Skipped(change, SKIP_CHANGED))
+                continue
+            change.image = image
             if rule.do == "set":
                 change.values = planner.render(rule, fields, image, plan.now, plan.as_of)
                 current = SourceWriter.plain(image)
-                for col in expiry & set(change.values):
+                timed = {c for c in expiry & set(change.values) if actionvalues.is_time(rule.sets[c])}
+                for col in list(timed):
                     if _not_later(current.get(col), change.values[col]):
                         del change.values[col]     # never push an expiry later than it is
+                        timed.discard(col)
                 change.old = {c: current.get(c) for c in change.values}
                 if all(image[c] == _typed_like(change.values[c]) for c in change.values):
                     continue              # the row already holds these values (or expires sooner)
-                change.sweepable = bool(expiry & set(change.values))
+                change.sweepable = bool(timed)
             plan.changes.append(change)
 
 
@@ -388,6 +402,22 @@ def _jsonable(value: Any) -> Any:
 
 
 # -- applying ------------------------------------------------------------------------------
+def row_hasher(connector: Connector, config: Config) -> "_RowHasher | None":
+    """A hasher when the connector's records are row-local, else None (whole-row check)."""
+    return _RowHasher(connector, config) if connector.row_local else None
+
+
+def unchanged(hasher: "_RowHasher | None", change: Change, current: Image) -> bool:
+    """The optimistic check: the row still holds the content the plan was made on.
+
+    Row-local connectors compare the overlay's content hash, so a bot bumping an access
+    counter does not block write-back; the others compare the whole row read at planning.
+    """
+    if hasher is not None:
+        return hasher(current, change.key) == change.fact_hash
+    return current == change.image
+
+
 class _RowHasher:
     """The overlay's content hash of a source row, computed exactly as a sync does."""
 
@@ -460,7 +490,7 @@ def _apply_source(plan: Plan, log: ActionLog, source: SourceConfig, changes: lis
     connector.open()
     try:
         writer = writer_for(connector, changes[0].table)
-        hasher = _RowHasher(connector, plan.config)
+        hasher = row_hasher(connector, plan.config)
         result.reconciled += _reconcile(log, writer, source.name)
         for batch in iter_chunks(changes, batch_size):
             _apply_batch(log, writer, hasher, batch, result)
@@ -468,7 +498,7 @@ def _apply_source(plan: Plan, log: ActionLog, source: SourceConfig, changes: lis
         connector.close()
 
 
-def _apply_batch(log: ActionLog, writer: SourceWriter, hasher: _RowHasher, batch: list[Change],
+def _apply_batch(log: ActionLog, writer: SourceWriter, hasher: "_RowHasher | None", batch: list[Change],
                  result: ApplyResult) -> None:
     done: list[tuple[Change, dict]] = []
     settled: set[int] = set()     # positions in batch already reported as skipped
@@ -481,7 +511,7 @@ def _apply_batch(log: ActionLog, writer: SourceWriter, hasher: _RowHasher, batch
                     result.skipped.append(Skipped(change, SKIP_GONE))
                     settled.add(pos)
                     continue
-                if hasher(current, change.key) != change.fact_hash:
+                if not unchanged(hasher, change, current):
                     result.skipped.append(Skipped(change, SKIP_CHANGED))
                     settled.add(pos)
                     continue
@@ -494,7 +524,7 @@ def _apply_batch(log: ActionLog, writer: SourceWriter, hasher: _RowHasher, batch
                 done.append((change, _entry(change, result.run_id, result.run_at, writer,
                                             before=writer.encode_image(current),
                                             after=writer.encode_image(after),
-                                            after_hash=hasher(after, change.key))))
+                                            after_hash=_after_hash(hasher, after, change))))
             if done:
                 # logged before the source commits: a crash in between leaves `pending`
                 pending = log.add([e for _, e in done], PENDING)
@@ -512,6 +542,11 @@ def _apply_batch(log: ActionLog, writer: SourceWriter, hasher: _RowHasher, batch
     if pending:
         log.set_state(pending, APPLIED)
         result.applied.extend(zip(pending, [c for c, _ in done]))
+
+
+def _after_hash(hasher: "_RowHasher | None", after: Image | None, change: Change) -> str | None:
+    """The content hash the next sync will see for the row we wrote (None: not computable)."""
+    return hasher(after, change.key) if hasher is not None else None
 
 
 def _reconcile(log: ActionLog, writer: SourceWriter, source: str) -> int:

@@ -31,8 +31,10 @@ SOURCE_KEYS = {
     "poll_seconds": (int, float), "apply": bool,
     **{k: str for k in MAPPING_KEYS},
 }
-CI_KEYS = {"max_stale_ratio": (int, float), "max_stale": int, "max_contradictions": int,
-           "min_avg_freshness": (int, float), "categories": dict, "sources": dict}
+CI_LIMITS = {"max_stale_ratio": (int, float), "max_stale": int, "max_contradictions": int,
+             "min_avg_freshness": (int, float)}
+CI_KEYS = {**CI_LIMITS, "categories": dict, "sources": dict}
+CI_FRACTIONS = ("max_stale_ratio", "min_avg_freshness")   # must lie in [0, 1]
 
 
 @dataclass
@@ -206,15 +208,45 @@ def parse_config(raw: dict, path: Path | None = None) -> Config:
         if a.source is not None and a.source not in seen:
             v.fail(f"actions[{i}].source", f"no source named {a.source!r}")
 
-    ci = v.table(raw, "ci")
-    v.known(ci, "ci", set(CI_KEYS))
-    for key, kind in CI_KEYS.items():
-        v.typed(ci, "ci", key, kind, None)
-    cfg.ci = dict(ci)
+    cfg.ci = _parse_ci(v, v.table(raw, "ci"), cfg)
     for section in ("detector", "embeddings", "judge", "daemon"):
         if section in raw:
             v.table(raw, section)
     return cfg
+
+
+def _parse_ci(v: "_Validator", ci: dict, cfg: Config) -> dict:
+    """[ci] limits, plus [ci.categories.NAME] / [ci.sources.NAME] tables of the same limits.
+
+    A scoped table must name a known category (default, [categories.*] or a rule's) or,
+    when the config lists [[sources]], one of them: a typo must not leave a gate open.
+    """
+    v.known(ci, "ci", set(CI_KEYS))
+    _check_limits(v, ci, "ci")
+    categories = set(cfg.categories) | {r.category for r in cfg.rules}
+    sources = {s.name for s in cfg.sources}
+    for table, word, known in (("categories", "category", categories), ("sources", "source", sources)):
+        named = v.typed(ci, "ci", table, dict, {})
+        for name, body in named.items():
+            where = f"ci.{table}.{name}"
+            if not isinstance(body, dict):
+                v.fail(where, "must be a table of limits")
+            v.known(body, where, set(CI_LIMITS))
+            _check_limits(v, body, where)
+            if known and name not in known:
+                v.fail(where, f"no {word} named {name!r} (known: {', '.join(sorted(known))})")
+    return dict(ci)
+
+
+def _check_limits(v: "_Validator", table: dict, where: str) -> None:
+    for key, kind in CI_LIMITS.items():
+        value = v.typed(table, where, key, kind, None)
+        if value is None:
+            continue
+        if key in CI_FRACTIONS and not 0 <= value <= 1:
+            v.fail(f"{where}.{key}", f"must be between 0 and 1, not {value!r}")
+        if value < 0:
+            v.fail(f"{where}.{key}", f"must be >= 0, not {value!r}")
 
 
 def _parse_source(v: "_Validator", body: Any, i: int, base_dir: Path) -> SourceConfig:

@@ -36,7 +36,8 @@ def text_from_value(value) -> str | None:
 
 
 def subject_from_prefix(prefix: str | None) -> str | None:
-    """`users.u_priya.memories` -> `u_priya`; other namespaces keep their first two parts."""
+    """`users.u_priya.memories` -> `u_priya`: the namespace's second part; a one-part
+    namespace is the subject itself."""
     if not prefix:
         return None
     parts = prefix.split(".")
