@@ -113,7 +113,16 @@ class ActionLog:
             "ORDER BY id DESC", (when - 1e-6,)).fetchall()    # printed times have whole microseconds
         return [LoggedAction.from_row(r) for r in rows]
 
-    def done_keys(self, source: str) -> set[tuple[str, str, str]]:
+    def _for_refs(self, sql: str, source: str, refs: list[str] | None):
+        """Rows of `sql` (whose WHERE ends with the source) for all refs, or only `refs`."""
+        if refs is None:
+            yield from self.conn.execute(sql, (source,))
+            return
+        for i in range(0, len(refs), 500):
+            chunk = refs[i:i + 500]
+            yield from self.conn.execute(f"{sql} AND ref IN ({', '.join('?' * len(chunk))})", (source, *chunk))
+
+    def done_keys(self, source: str, refs: list[str] | None = None) -> set[tuple[str, str, str]]:
         """(ref, spec, content hash) of rows an action already handled, applied or undone.
 
         A fact is planned again for the same [[actions]] entry only once its content differs
@@ -121,22 +130,22 @@ class ActionLog:
         the bot itself changes the memory, and a daemon does not rewrite `now` every tick.
         """
         out = set()
-        for ref, spec, fact_hash, after_hash in self.conn.execute(
+        for ref, spec, fact_hash, after_hash in self._for_refs(
                 "SELECT ref, spec, fact_hash, after_hash FROM actions WHERE source = ? AND state = 'applied'",
-                (source,)):
+                source, refs):
             for h in (fact_hash, after_hash):
                 if h:
                     out.add((ref, spec, h))
         return out
 
-    def written_images(self, source: str) -> dict[tuple[str, str], list[dict]]:
+    def written_images(self, source: str, refs: list[str] | None = None) -> dict[tuple[str, str], list[dict]]:
         """(ref, spec) -> after-images of applied writes whose content hash is unknown
         (non-row-local presets): a row still equal to one of them was handled already."""
         out: dict[tuple[str, str], list[dict]] = {}
-        for ref, spec, after in self.conn.execute(
-                "SELECT ref, spec, after_json FROM actions WHERE source = ? AND state = 'applied' "
-                "AND undone_at IS NULL AND kind = 'set' AND after_hash IS NULL AND after_json IS NOT NULL",
-                (source,)):
+        for ref, spec, after in self._for_refs(
+                "SELECT ref, spec, after_json FROM actions WHERE state = 'applied' AND undone_at IS NULL "
+                "AND kind = 'set' AND after_hash IS NULL AND after_json IS NOT NULL AND source = ?",
+                source, refs):
             out.setdefault((ref, spec), []).append(json.loads(after))
         return out
 

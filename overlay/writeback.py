@@ -26,7 +26,7 @@ import json
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..connectors.base import Connector
 from ..connectors.registry import make_connector
@@ -278,11 +278,13 @@ def _targeted(config: Config, source_names: list[str] | None) -> list[tuple[Sour
 
 def plan_actions(config: Config, as_of: float | None = None, *, store: OverlayStore | None = None,
                  overlay_path: str | None = None, source_names: list[str] | None = None,
-                 sync: bool = True, now: float | None = None) -> Plan:
+                 sync: bool = True, changed_only: bool = False, now: float | None = None) -> Plan:
     """What the config's [[actions]] would change at `as_of`. Reads sources; writes nothing to them.
 
-    `sync` first reads the sources into the overlay (as `audit` does); the daemon, which has
-    just synced, passes False. `now` (default: the wall clock) is the time `now` writes.
+    `sync` first reads the sources into the overlay at `as_of` (as `audit` does). The daemon,
+    whose overlay is current, passes False: labels are taken as the overlay holds them, and
+    with `changed_only` only facts its last sync changed are considered, so a tick costs
+    what changed. `now` (default: the wall clock) is the time `now` writes.
 
     Example:
         plan = plan_actions(load_config("memwatch.toml"), as_of=parse_as_of("2026-11-29"))
@@ -307,26 +309,42 @@ def plan_actions(config: Config, as_of: float | None = None, *, store: OverlaySt
             if sync:
                 for planner in planners:
                     engine.sync(planner.source, as_of=as_of, full=True)
+                    engine.rescore(as_of, [store.source_row(planner.source.name)["id"]])
             plan = Plan(config, as_of, now, store.path, {p.source.name: p.source for p in planners})
             for planner in planners:
-                _plan_source(store, engine, planner, plan)
+                _plan_source(store, planner, plan, changed_only)
         return plan
     finally:
         if own:
             store.close()
 
 
-def _plan_source(store: OverlayStore, engine: SyncEngine, planner: _SourcePlanner, plan: Plan) -> None:
+def _candidates(store: OverlayStore, source_row, rules: list[_Rule], changed_only: bool) -> list:
+    """Live facts whose label (or contradicted status) some rule asks for, in SQL."""
+    labels = sorted({r.action.when for r in rules if r.action.when != "contradicted"})
+    conds, params = [], [source_row["id"]]
+    if labels:
+        conds.append(f"label IN ({', '.join('?' * len(labels))})")
+        params += labels
+    if any(r.action.when == "contradicted" for r in rules):
+        conds.append("status = 'contradicted'")
+    sql = f"SELECT * FROM facts WHERE source_id = ? AND {LIVE} AND ({' OR '.join(conds)})"
+    if changed_only:
+        sql += " AND changed_sync = ?"
+        params.append(source_row["sync_count"])
+    return store.conn.execute(sql + " ORDER BY id", params).fetchall()
+
+
+def _plan_source(store: OverlayStore, planner: _SourcePlanner, plan: Plan, changed_only: bool) -> None:
     row = store.source_row(planner.source.name)
-    if row is None:
+    if row is None or not planner.rules:
         return
-    engine.rescore(plan.as_of, [row["id"]])
+    facts = _candidates(store, row, planner.rules, changed_only)
+    refs = [f["ref"] for f in facts] if changed_only else None
     log = ActionLog(store)
-    done = log.done_keys(planner.source.name)
-    written = log.written_images(planner.source.name) if planner.hasher is None else {}
+    done = log.done_keys(planner.source.name, refs)
+    written = log.written_images(planner.source.name, refs) if planner.hasher is None else {}
     expiry = planner.expiry_columns()
-    facts = store.conn.execute(
-        f"SELECT * FROM facts WHERE source_id = ? AND {LIVE} ORDER BY id", (row["id"],)).fetchall()
     for fact in facts:
         fields = {k: fact[k] for k in FACT_FIELDS}
         wrote = False
@@ -703,7 +721,7 @@ def _undo_one(txn, writer: SourceWriter, a: LoggedAction) -> tuple[str | None, s
 
 # -- daemon --------------------------------------------------------------------------------
 def after_sync(store: OverlayStore, config: Config, source: SourceConfig,
-               as_of: float | None = None) -> ApplyResult | None:
+               as_of: float | None = None, changed_only: bool = False) -> ApplyResult | None:
     """The daemon's hook, called after each sync of `source`.
 
     Plans that source's [[actions]] from the overlay it just synced, records annotations,
@@ -712,8 +730,26 @@ def after_sync(store: OverlayStore, config: Config, source: SourceConfig,
     """
     if not any(a.source in (None, source.name) for a in config.actions):
         return None
-    plan = plan_actions(config, as_of, store=store, source_names=[source.name], sync=False)
+    plan = plan_actions(config, as_of, store=store, source_names=[source.name], sync=False,
+                        changed_only=changed_only)
     return apply_plan(plan, store=store, write_sources={source.name} if source.apply else set())
+
+
+def writeback_hook(config: Config) -> Callable[[Any], None]:
+    """The callable a daemon appends to its `after_sync` hooks.
+
+    It receives the daemon's event (duck-typed: `.kind`, `.source`, `.store`): after an
+    incremental sync only that sync's changed facts are planned; after a full sync or a
+    rescore (labels moved with time; `source` None means every source) all matching facts
+    are, which also retries rows skipped earlier because the source was busy.
+    """
+    def hook(event) -> None:
+        if event.kind == "deletions":
+            return                      # deleted facts are not live: nothing new to plan
+        sources = [event.source] if event.source is not None else list(config.sources)
+        for source in sources:
+            after_sync(event.store, config, source, changed_only=event.kind == "sync")
+    return hook
 
 
 def action_history(config: Config | None, *, overlay_path: str | None = None, limit: int = 50,
