@@ -10,6 +10,7 @@ the bot's database are left alone.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import re
 import sqlite3
 import urllib.parse
@@ -65,6 +66,7 @@ class SqliteWriter(SourceWriter):
         super().__init__(connector, table_name)
         self.busy_timeout = busy_timeout
         self._info: list[tuple[str, str]] | None = None
+        self._sql: dict[tuple, str] = {}     # statements are built by sqlglot once per shape
 
     # -- schema (read-only connection of the connector) ------------------------------
     def _table_info(self) -> list[tuple[str, str]]:
@@ -99,40 +101,60 @@ class SqliteWriter(SourceWriter):
         raise ConnectorError(f"source {self.source.name!r}: table {self.table!r} has no primary key; "
                              f"set `id` in its [[sources]] entry")
 
-    # -- statements ------------------------------------------------------------------
-    def _select_image(self, keys: list[str]) -> exp.Select:
-        """SELECT typeof(k), k, …, typeof(c), c, … for the key and every column."""
-        out = []
-        for name in [*keys, *self.columns()]:
-            out += [exp.func("typeof", _ref(name)), _ref(name)]
-        return exp.select(*out).from_(table(self.table))
+    # -- statements (built with sqlglot once per shape, then reused as text) ---------
+    def _cached(self, shape: tuple, build) -> str:
+        sql = self._sql.get(shape)
+        if sql is None:
+            sql = self._sql[shape] = build().sql(dialect=DIALECT)
+        return sql
 
-    def _split(self, row: tuple, keys: list[str]) -> tuple[Key, Image]:
+    def sql_select(self, keys: tuple[str, ...]) -> str:
+        """SELECT typeof(k), k, …, typeof(c), c, … FROM t WHERE k = ? AND …"""
+        def build():
+            out = []
+            for name in [*keys, *self.columns()]:
+                out += [exp.func("typeof", _ref(name)), _ref(name)]
+            return exp.select(*out).from_(table(self.table)).where(_where(list(keys)))
+        return self._cached(("select", keys), build)
+
+    def sql_update(self, cols: tuple[str, ...], keys: tuple[str, ...]) -> str:
+        return self._cached(("update", cols, keys), lambda: exp.Update(
+            this=table(self.table), expressions=[_eq(c) for c in cols], where=exp.Where(this=_where(list(keys)))))
+
+    def sql_delete(self, keys: tuple[str, ...]) -> str:
+        return self._cached(("delete", keys), lambda: exp.Delete(
+            this=table(self.table), where=exp.Where(this=_where(list(keys)))))
+
+    def sql_insert(self, cols: tuple[str, ...]) -> str:
+        def build():
+            names = [exp.to_identifier("rowid") if c == ROWID else exp.to_identifier(c, quoted=True) for c in cols]
+            row = exp.Tuple(expressions=[exp.Placeholder() for _ in cols])
+            return exp.Insert(this=exp.Schema(this=table(self.table), expressions=names),
+                              expression=exp.Values(expressions=[row]))
+        return self._cached(("insert", cols), build)
+
+    def split(self, row: tuple, keys: tuple[str, ...]) -> tuple[Key, Image]:
         pairs = [(row[i], row[i + 1]) for i in range(0, len(row), 2)]
         key = {k: pairs[i] for i, k in enumerate(keys)}
         image = {c: pairs[len(keys) + i] for i, c in enumerate(self.columns())}
         return key, image
 
     def locate(self, pk: dict[str, str]) -> tuple[Key, Image] | None:
-        keys = self.key_columns()
-        conds, params = [], []
-        for name in keys:
-            options = _candidates(name, pk.get(name, ""))
-            if not options:
-                return None
-            conds.append(exp.In(this=_ref(name), expressions=[exp.Placeholder() for _ in options]))
-            params += options
-        sql = self._select_image(keys).where(exp.and_(*conds)).sql(dialect=DIALECT)
-        try:
-            rows = self.connector.conn.execute(sql, params).fetchall()
-        except sqlite3.DatabaseError as exc:
-            raise ConnectorError(f"{self.source.target}: {exc}") from None
-        found = []
-        for row in rows:
-            key, image = self._split(row, keys)
-            if all(_pk_text(key[k][1]) == pk.get(k, "") for k in keys):
-                found.append((key, image))
-        return found[0] if len(found) == 1 else None
+        """Equality lookups by key, once per way the text pk may be stored (text, integer…)."""
+        keys = tuple(self.key_columns())
+        options = [_candidates(name, pk.get(name, "")) for name in keys]
+        sql = self.sql_select(keys)
+        found = {}
+        for params in itertools.product(*options):
+            try:
+                rows = self.connector.conn.execute(sql, params).fetchall()
+            except sqlite3.DatabaseError as exc:
+                raise ConnectorError(f"{self.source.target}: {exc}") from None
+            for row in rows:
+                key, image = self.split(row, keys)
+                if all(_pk_text(key[k][1]) == pk.get(k, "") for k in keys):
+                    found[tuple(key.values())] = (key, image)
+        return next(iter(found.values())) if len(found) == 1 else None
 
     def sample(self, col: str) -> Any:
         from ..overlay.timeparse import parse_timestamp
@@ -186,9 +208,9 @@ class SqliteTxn(WriteTxn):
         self.w = writer
         self.conn = conn
 
-    def _run(self, stmt: exp.Expression, params: list) -> sqlite3.Cursor:
+    def _run(self, sql: str, params: list) -> sqlite3.Cursor:
         try:
-            return self.conn.execute(stmt.sql(dialect=DIALECT), params)
+            return self.conn.execute(sql, params)
         except sqlite3.DatabaseError as exc:
             raise ConnectorError(f"{self.w.source.target}: write-back failed ({exc})") from None
 
@@ -198,29 +220,25 @@ class SqliteTxn(WriteTxn):
                                  f"{cur.rowcount} rows; `id` must name a unique key")
 
     def read(self, key: Key) -> Image | None:
-        names = list(key)
-        stmt = self.w._select_image(names).where(_where(names))
-        rows = self._run(stmt, [v for _, v in key.values()]).fetchall()
+        names = tuple(key)
+        rows = self._run(self.w.sql_select(names), [v for _, v in key.values()]).fetchall()
         if len(rows) != 1:
             return None
-        return self.w._split(rows[0], names)[1]
+        return self.w.split(rows[0], names)[1]
 
     def update(self, key: Key, values: dict[str, Any]) -> None:
         if not values:
             return
-        cols = list(values)
-        stmt = exp.Update(this=table(self.w.table), expressions=[_eq(c) for c in cols],
-                          where=exp.Where(this=_where(list(key))))
+        cols = tuple(values)
         params = [_bind(values[c]) for c in cols] + [v for _, v in key.values()]
-        self._one(self._run(stmt, params), "UPDATE", key)
+        self._one(self._run(self.w.sql_update(cols, tuple(key)), params), "UPDATE", key)
 
     def restore(self, key: Key, image: Image) -> None:
         current = self.read(key) or {}
         self.update(key, {c: tv[1] for c, tv in image.items() if current.get(c) != tv})
 
     def delete(self, key: Key) -> None:
-        stmt = exp.Delete(this=table(self.w.table), where=exp.Where(this=_where(list(key))))
-        self._one(self._run(stmt, [v for _, v in key.values()]), "DELETE", key)
+        self._one(self._run(self.w.sql_delete(tuple(key)), [v for _, v in key.values()]), "DELETE", key)
 
     def insert(self, key: Key, image: Image) -> None:
         cols = list(image)
@@ -229,8 +247,4 @@ class SqliteTxn(WriteTxn):
             if k not in image:
                 cols.append(k)
                 values.append(v)
-        names = [exp.to_identifier("rowid") if c == ROWID else exp.to_identifier(c, quoted=True) for c in cols]
-        row = exp.Tuple(expressions=[exp.Placeholder() for _ in cols])
-        stmt = exp.Insert(this=exp.Schema(this=table(self.w.table), expressions=names),
-                          expression=exp.Values(expressions=[row]))
-        self._run(stmt, values)
+        self._run(self.w.sql_insert(tuple(cols)), values)

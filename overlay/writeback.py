@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 from ..connectors.base import Connector
 from ..connectors.registry import make_connector
-from ..connectors.writer import Image, Key, SourceBusy, SourceWriter, iter_chunks, writer_for
+from ..connectors.writer import Image, Key, SourceBusy, SourceWriter, TakeTurns, writer_for
 from ..rules.categorize import Categorizer
 from ..rules.config import Action, Config, SourceConfig
 from . import actionvalues
@@ -510,7 +510,7 @@ def _apply_source(plan: Plan, log: ActionLog, source: SourceConfig, changes: lis
         writer = writer_for(connector, changes[0].table)
         hasher = row_hasher(connector, plan.config)
         result.reconciled += _reconcile(log, writer, source.name)
-        for batch in iter_chunks(changes, batch_size):
+        for batch in TakeTurns().batches(changes, batch_size):
             _apply_batch(log, writer, hasher, batch, result)
     finally:
         connector.close()
@@ -670,7 +670,7 @@ def _undo_group(config: Config | None, store: OverlayStore, log: ActionLog, name
     connector.open()
     try:
         writer = writer_for(connector, tbl)
-        for batch in iter_chunks(actions, batch_size):
+        for batch in TakeTurns().batches(actions, batch_size):
             outcomes: list[tuple[LoggedAction, str | None, str]] = []
             try:
                 with writer.transaction() as txn:
