@@ -73,3 +73,14 @@ def test_config_rejects_bad_actions_naming_the_key(body, field):
     with pytest.raises(ConfigError) as err:
         _actions('[[actions]]\nwhen = "expired"\n' + body + "\n")
     assert err.value.field == field
+
+
+def test_take_turns_pauses_between_batches_for_as_long_as_the_lock_was_held():
+    from memwatch_overlay.connectors.writer import TakeTurns
+    slept = []
+    turns = TakeTurns(sleep=slept.append)
+    clock = iter([0.0, 0.0, 1.0, 2.0, 3.0, 3.0])     # batch 1 holds the lock 0 s, batch 2 for 1 s
+    turns._clock = lambda: next(clock)
+    batches = list(turns.batches(list(range(25)), 10))
+    assert [len(b) for b in batches] == [10, 10, 5]
+    assert slept == [TakeTurns.MIN_PAUSE, TakeTurns.MAX_PAUSE]    # no pause before the first batch

@@ -179,3 +179,18 @@ def test_plan_errors_are_one_line_with_exit_2(lg):
     assert file_digest(db) == digest
     proc = run_cli("undo", "--config", cfg, cwd=tmp_path)
     assert proc.returncode == 2 and "ACTION_ID" in proc.stderr
+
+
+def test_table_output_of_plan_apply_and_undo(lg):
+    tmp_path, db, cfg = lg
+    digest = file_digest(db)
+    shown = run_cli("plan", "--config", cfg, "--as-of", LANGGRAPH_REFERENCE, cwd=tmp_path, check=True).stdout
+    assert "would change" in shown and "expires_at" in shown and "run with --apply" in shown
+    assert file_digest(db) == digest
+    applied = run_cli("plan", "--config", cfg, "--as-of", LANGGRAPH_REFERENCE, "--apply", cwd=tmp_path,
+                      check=True).stdout
+    assert re.search(r"applied \d+ write\(s\)", applied)
+    assert file_digest(db) != digest
+    since = re.search(r"undo --since (\S+)`", applied.replace("\n", "")).group(1)
+    undone = run_cli("undo", "--since", since, "--config", cfg, cwd=tmp_path, check=True).stdout
+    assert "0 skipped" in undone and "re-inserted" not in undone
