@@ -88,6 +88,9 @@ class Connector(abc.ABC):
         self.rows_read = 0             # source rows read since open (for growth tests and status)
         self.warnings: list[str] = []  # per-row problems (bad timestamp...), capped
         self.cursor: dict[str, Any] | None = None  # position after the last read()
+        # Set by read(): True when it yielded every live record although given a cursor
+        # (a rewritten file is re-read whole), so the caller may treat it as a full read.
+        self.read_all = False
 
     def __enter__(self):
         self.open()

@@ -13,16 +13,13 @@ from typing import Any, Iterator
 from sqlglot import exp
 
 from ..overlay.errors import ConnectorError
-from ..overlay.timeparse import parse_timestamp
-from ..rules.config import MAPPING_KEYS, SourceConfig
+from ..rules.config import SourceConfig
 from . import sqlguard
-from .base import Connector, Record, TableInfo
-from .paths import get_path, split_column_path
+from .base import Record, TableInfo
+from .tabular import ROWID, TIME_FIELDS, TableConnector, _opt_text, _pk_text  # noqa: F401 (re-exported)
 
 DEFAULT_BUSY_TIMEOUT = 5.0   # seconds a read waits for a writer's lock
 FETCH_BATCH = 1000
-ROWID = "__mw_rowid__"
-TIME_FIELDS = ("created_at", "updated_at", "accessed_at", "expires_at")
 
 
 def open_readonly(path: Path, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> sqlite3.Connection:
@@ -56,7 +53,7 @@ def list_tables(conn: sqlite3.Connection) -> list[TableInfo]:
     return out
 
 
-class SqliteConnector(Connector):
+class SqliteConnector(TableConnector):
     """A table (or one read-only SELECT) of a SQLite file, mapped by memwatch.toml."""
 
     kind = "sqlite"
@@ -88,18 +85,7 @@ class SqliteConnector(Connector):
             self._tables = list_tables(self.conn)
         return self._tables
 
-    def table_info(self, name: str) -> TableInfo:
-        for t in self.describe():
-            if t.name == name or t.name.lower() == name.lower():
-                return t
-        seen = ", ".join(t.name for t in self.describe()) or "none"
-        raise ConnectorError(f"{self.source.target}: no table {name!r} (tables: {seen})")
-
     # -- reading -----------------------------------------------------------------------
-    @property
-    def table_name(self) -> str:
-        return self.source.table or "query"
-
     def query_columns(self) -> list[str]:
         """Columns the mapping may name: the table's, or the query's result columns."""
         if self.source.query is not None:
@@ -112,44 +98,6 @@ class SqliteConnector(Connector):
         if not self.source.table:
             raise ConnectorError(f"source {self.source.name!r}: give `table` or `query` in its [[sources]] entry")
         return self.table_info(self.source.table).columns
-
-    def pk_columns(self, columns: list[str]) -> list[str]:
-        if self.source.id:
-            # checked here: SQLite reads an unknown "quoted" name as a string literal, which
-            # would give every row the same key instead of failing
-            for col in self.source.id:
-                if col not in columns:
-                    raise ConnectorError(
-                        f"source {self.source.name!r}: id = {col!r}: no column {col!r} in "
-                        f"{self.table_name} (columns: {', '.join(columns)})")
-            return self.source.id
-        if self.source.table:
-            info = self.table_info(self.source.table)
-            if info.pk:
-                return info.pk
-            if info.rowid:
-                return [ROWID]
-        raise ConnectorError(f"source {self.source.name!r}: set `id` (the primary-key column(s))")
-
-    def mapping(self, columns: list[str]) -> dict[str, tuple[str, list]]:
-        """mapping key -> (column, json path), checked against the real columns."""
-        out = {}
-        if not self.source.text:
-            raise ConnectorError(f"source {self.source.name!r}: `text` (the memory's column) is not mapped")
-        for key in MAPPING_KEYS:
-            value = getattr(self.source, key)
-            if value is None:
-                continue
-            try:
-                col, path = split_column_path(value, columns)
-            except ValueError as exc:
-                raise ConnectorError(f"source {self.source.name!r}: {key} = {value!r}: {exc}") from None
-            if col not in columns:
-                raise ConnectorError(
-                    f"source {self.source.name!r}: {key} = {value!r}: no column {col!r} in "
-                    f"{self.table_name} (columns: {', '.join(columns)})")
-            out[key] = (col, path)
-        return out
 
     def _execute(self, sql: str, params: tuple) -> sqlite3.Cursor:
         try:
@@ -217,54 +165,3 @@ class SqliteConnector(Connector):
             if rec is not None:
                 yield rec
         self.cursor = {"rowid": last_rowid}
-
-    # -- row -> Record -------------------------------------------------------------------
-    def field(self, row: dict, mapping: dict, key: str) -> Any:
-        if key not in mapping:
-            return None
-        col, path = mapping[key]
-        value = row.get(col)
-        return get_path(value, path) if path else value
-
-    def row_to_record(self, row: dict, pks: list[str], mapping: dict) -> Record | None:
-        text = self.field(row, mapping, "text")
-        if isinstance(text, (bytes, bytearray)):
-            text = text.decode("utf-8", "replace")
-        if text is None or (isinstance(text, str) and not text.strip()):
-            return None
-        pk = {p: _pk_text(row.get(p)) for p in pks}
-        times = {}
-        for key in TIME_FIELDS:
-            raw = self.field(row, mapping, key)
-            try:
-                times[key] = parse_timestamp(raw)
-            except ValueError:
-                self.warn(f"{self.table_name} {pk}: {key} {raw!r} is not a timestamp; ignored")
-                times[key] = None
-        count = self.field(row, mapping, "access_count")
-        try:
-            count = int(count or 0)
-        except (TypeError, ValueError):
-            count = 0
-        return Record(
-            source=self.source.name, table=self.table_name, pk=pk,
-            text=text if isinstance(text, str) else str(text),
-            subject=_opt_text(self.field(row, mapping, "subject")),
-            key=_opt_text(self.field(row, mapping, "key")),
-            category=_opt_text(self.field(row, mapping, "category")),
-            access_count=count, **times)
-
-
-def _pk_text(value: Any) -> str:
-    if isinstance(value, (bytes, bytearray)):
-        return bytes(value).decode("utf-8", "replace")
-    return "" if value is None else str(value)
-
-
-def _opt_text(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, (bytes, bytearray)):
-        value = bytes(value).decode("utf-8", "replace")
-    value = str(value) if not isinstance(value, str) else value
-    return value or None

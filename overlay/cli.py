@@ -300,6 +300,95 @@ def status(config_path, overlay_path, fmt):
     Console().print(table)
 
 
+@main.group()
+def sources():
+    """Inspect stores: which known agent-framework layouts a target matches."""
+
+
+@sources.command("detect")
+@click.argument("target")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@handle_errors
+def sources_detect(target, fmt):
+    """List the presets that match TARGET (a SQLite/JSON/JSONL file or a postgresql:// DSN) and why.
+
+    Best match first; that is the one a zero-config `audit TARGET` and `init TARGET` use.
+    """
+    import json as _json
+    from ..connectors.detect import detect, mapping_snippet
+    from .redact import redact_dsn
+    det = detect(target)
+    if fmt == "json":
+        click.echo(_json.dumps({
+            "target": redact_dsn(det.target), "kind": det.kind,
+            "tables": [{"name": t.name, "columns": t.columns, "pk": t.pk} for t in det.tables],
+            "matches": [{"preset": m.preset, "score": m.score, "reasons": m.reasons, "mapping": m.defaults}
+                        for m in det.matches]}, indent=2))
+        return
+    console = Console()
+    console.print(f"[bold]{redact_dsn(det.target)}[/bold] ({det.kind})", highlight=False)
+    seen = "; ".join(f"{t.name}({', '.join(t.columns)})" for t in det.tables[:20]) or "nothing"
+    console.print(f"seen: {seen}", highlight=False, markup=False)
+    if not det.matches:
+        console.print("no preset matches; map the store in memwatch.toml:", highlight=False)
+        console.print(mapping_snippet(det), highlight=False, markup=False)
+        return
+    for i, m in enumerate(det.matches, 1):
+        mark = "  (used by audit and init)" if i == 1 else ""
+        console.print(f"{i}. [bold]{m.preset}[/bold] score {m.score:.2f}{mark}", highlight=False)
+        for reason in m.reasons:
+            console.print(f"   - {reason}", highlight=False, markup=False)
+        if m.defaults:
+            mapping = ", ".join(f"{k} = {v!r}" for k, v in m.defaults.items())
+            console.print(f"   maps: {mapping}", highlight=False, markup=False)
+
+
+@main.command("connectors")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@handle_errors
+def connectors_cmd(fmt):
+    """List connectors and presets, and where each came from (built-in or plugin)."""
+    import json as _json
+    from ..connectors.registry import catalog
+    data = catalog()
+    if fmt == "json":
+        click.echo(_json.dumps(data, indent=2))
+        return
+    from rich.table import Table
+    console = Console()
+    table = Table(title="connectors")
+    for col in ("name", "description", "origin", "status"):
+        table.add_column(col)
+    for c in data["connectors"]:
+        table.add_row(c["name"], c["description"], c["origin"], "ok" if c["available"] else c["note"])
+    console.print(table)
+    table = Table(title="presets")
+    for col in ("name", "kind", "description", "origin", "status"):
+        table.add_column(col)
+    for p in data["presets"]:
+        table.add_row(p["name"], p["kind"], p["description"], p["origin"], "ok" if p["available"] else p["note"])
+    console.print(table)
+
+
+@main.command()
+@click.argument("target")
+@click.option("--output", "output_path", type=click.Path(dir_okay=False), default="memwatch.toml",
+              show_default=True, help="Where to write the config.")
+@click.option("--force", is_flag=True, help="Overwrite an existing file.")
+@handle_errors
+def init(target, output_path, force):
+    """Write a commented memwatch.toml for the store TARGET holds (detected as `audit` does).
+
+    Fed back with `audit --config`, it audits exactly what `audit TARGET` does.
+    """
+    from .init_config import init_config
+    result = init_config(target, output_path, force=force)
+    click.echo(f"wrote {result.path}: source {result.source.name!r}, "
+               f"{result.source.preset or result.detection.matches[0].preset} ({result.detection.kind})")
+    if result.password_dropped:
+        click.echo("note: the DSN's password was not written; set PGPASSWORD or use dsn_env", err=True)
+
+
 def _plan_config(path: str | None) -> Config:
     """plan/undo need the [[actions]] of a memwatch.toml: --config, else ./memwatch.toml."""
     import os

@@ -30,6 +30,15 @@ def write_json(result, out: IO[str]) -> None:
     out.write("\n]}\n")
 
 
+def _time_left(fact: dict) -> str:
+    """Fresh facts: time until they stop being fresh; older ones: until they expire."""
+    if fact["label"] == "fresh":
+        return _fmt_days(fact["days_left"])
+    if fact["label"] == "expired":
+        return "-"
+    return _fmt_days(fact["days_until_expired"]) + " to exp."
+
+
 def _fmt_days(value) -> str:
     if value is None:
         return "never"
@@ -71,7 +80,7 @@ def render_table(result, console: Console, limit: int = MAX_TABLE_ROWS) -> None:
         table.add_row(fact["subject"] or "", text, fact["category"],
                       f"{fact['freshness']:.2f}",
                       f"[{style}]{fact['label']}[/]" + ("" if fact["status"] == "active" else f" ({fact['status']})"),
-                      _fmt_days(fact["days_left"]))
+                      _time_left(fact))
         shown += 1
     console.print(table)
     remaining = s["total"] + s.get("deleted", 0) - shown

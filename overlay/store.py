@@ -336,7 +336,7 @@ class OverlayStore:
         """Recompute freshness/label of live facts at `as_of` with `score_row(row) -> Score`."""
         scope, params = _scope("source_id", source_ids)
         rows = self.conn.execute(
-            f"SELECT id, category, created_at, updated_at, refreshed_at, accessed_at, access_count, expires_at "
+            f"SELECT id, category, created_at, updated_at, refreshed_at, first_seen, accessed_at, access_count, expires_at "
             f"FROM facts WHERE {LIVE} AND scored_as_of IS NOT ? {scope}", (as_of, *params))
         n = 0
         with self.transaction():

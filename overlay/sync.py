@@ -107,7 +107,7 @@ class SyncEngine:
                 if batch:
                     store.upsert_facts(batch)
                     stats.records += len(batch)
-                if full:
+                if full or getattr(connector, "read_all", False):
                     stats.deleted = store.mark_unseen_deleted(source_id, sync_no)
                 self._post_score(source_id, as_of)
                 stats.changed = store.conn.execute(
