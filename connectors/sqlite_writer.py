@@ -60,6 +60,7 @@ def _candidates(name: str, text: str) -> list[Any]:
 
 class SqliteWriter(SourceWriter):
     kind = "sqlite"
+    hash_check = True       # images hold the very values the connector reads
 
     def __init__(self, connector, table_name: str | None = None,
                  busy_timeout: float = DEFAULT_BUSY_TIMEOUT):

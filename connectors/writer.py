@@ -34,6 +34,7 @@ Key = dict[str, TypedValue]
 # connector kind -> "module:Class", imported on first use.
 WRITERS = {
     "sqlite": "memwatch_overlay.connectors.sqlite_writer:SqliteWriter",
+    "postgres": "memwatch_overlay.connectors.postgres_writer:PostgresWriter",
 }
 
 
@@ -69,6 +70,10 @@ class SourceWriter(abc.ABC):
     """Write-back for one source table. `connector` is open (read-only) for lookups."""
 
     kind: ClassVar[str] = ""
+    # True when an image's plain values are what the connector's row_to_record reads, so
+    # the optimistic check can use the overlay's content hash (see overlay/writeback.py);
+    # otherwise a row is checked against the whole image read when the plan was made.
+    hash_check: ClassVar[bool] = False
 
     def __init__(self, connector: Connector, table: str | None = None):
         self.connector = connector

@@ -176,7 +176,7 @@ class _SourcePlanner:
         self.connector.open()
         for i, action in self._raw_rules:
             self.rules.append(self._validate(i, action))
-        self.hasher = row_hasher(self.connector, self.config) if self.writer is not None else None
+        self.hasher = row_hasher(self.connector, self.config, self.writer) if self.writer is not None else None
 
     def close(self) -> None:
         self.connector.close()
@@ -420,9 +420,9 @@ def _jsonable(value: Any) -> Any:
 
 
 # -- applying ------------------------------------------------------------------------------
-def row_hasher(connector: Connector, config: Config) -> "_RowHasher | None":
-    """A hasher when the connector's records are row-local, else None (whole-row check)."""
-    return _RowHasher(connector, config) if connector.row_local else None
+def row_hasher(connector: Connector, config: Config, writer: SourceWriter) -> "_RowHasher | None":
+    """A hasher when a row's record can be rebuilt from its image alone, else None (whole-row check)."""
+    return _RowHasher(connector, config) if connector.row_local and writer.hash_check else None
 
 
 def unchanged(hasher: "_RowHasher | None", change: Change, current: Image) -> bool:
@@ -508,7 +508,7 @@ def _apply_source(plan: Plan, log: ActionLog, source: SourceConfig, changes: lis
     connector.open()
     try:
         writer = writer_for(connector, changes[0].table)
-        hasher = row_hasher(connector, plan.config)
+        hasher = row_hasher(connector, plan.config, writer)
         result.reconciled += _reconcile(log, writer, source.name)
         for batch in TakeTurns().batches(changes, batch_size):
             _apply_batch(log, writer, hasher, batch, result)
