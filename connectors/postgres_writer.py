@@ -144,6 +144,9 @@ class PostgresWriter(SourceWriter):
             raise self.connector._fail(exc, "cannot look up a row") from None
         return self.split(rows[0], keys) if len(rows) == 1 else None
 
+    def holds(self, image: Image, col: str, value: Any) -> bool:
+        return col in image and image[col][1] == _text(value)
+
     def sample(self, col: str) -> Any:
         from ..overlay.timeparse import parse_timestamp
         stmt = (exp.select(exp.cast(column(col), "text")).from_(self.qualified)

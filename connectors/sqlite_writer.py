@@ -157,6 +157,9 @@ class SqliteWriter(SourceWriter):
                     found[tuple(key.values())] = (key, image)
         return next(iter(found.values())) if len(found) == 1 else None
 
+    def holds(self, image: Image, col: str, value: Any) -> bool:
+        return image.get(col) == _typed_like(value)
+
     def sample(self, col: str) -> Any:
         from ..overlay.timeparse import parse_timestamp
         stmt = (exp.select(column(col)).from_(table(self.table))
@@ -249,3 +252,18 @@ class SqliteTxn(WriteTxn):
                 cols.append(k)
                 values.append(v)
         self._run(self.w.sql_insert(tuple(cols)), values)
+
+
+def _typed_like(value: Any) -> tuple[str, Any]:
+    """The (SQLite type, value) a plain value is stored as, to spot no-op writes."""
+    if value is None:
+        return ("null", None)
+    if isinstance(value, bool):
+        return ("integer", int(value))
+    if isinstance(value, int):
+        return ("integer", value)
+    if isinstance(value, float):
+        return ("real", value)
+    if isinstance(value, (bytes, bytearray)):
+        return ("blob", bytes(value))
+    return ("text", value)

@@ -35,6 +35,7 @@ Key = dict[str, TypedValue]
 WRITERS = {
     "sqlite": "memwatch_overlay.connectors.sqlite_writer:SqliteWriter",
     "postgres": "memwatch_overlay.connectors.postgres_writer:PostgresWriter",
+    "json": "memwatch_overlay.connectors.json_writer:JsonWriter",
 }
 
 
@@ -58,8 +59,9 @@ class WriteTxn(abc.ABC):
         """Set every column whose value differs from `image` back to its typed value."""
 
     @abc.abstractmethod
-    def delete(self, key: Key) -> None:
-        ...
+    def delete(self, key: Key) -> Key | None:
+        """Delete the row; a store whose keys carry a position returns the key as it was
+        at the moment of deletion (what `insert` needs to put the row back there)."""
 
     @abc.abstractmethod
     def insert(self, key: Key, image: Image) -> None:
@@ -100,6 +102,14 @@ class SourceWriter(abc.ABC):
         """Some non-empty value of `column`, to copy its format (None when there is none)."""
         return None
 
+    def check_action(self, do: str, sets: dict) -> str | None:
+        """Why this store cannot take an action of kind `do` (None when it can)."""
+        return None
+
+    def holds(self, image: Image, column: str, value: Any) -> bool:
+        """True when the row already stores `value` in `column` (the write would change nothing)."""
+        return False
+
     def declared_type(self, column: str) -> str:
         return ""
 
@@ -108,8 +118,7 @@ class SourceWriter(abc.ABC):
         ...
 
     # -- images ----------------------------------------------------------------------
-    @staticmethod
-    def plain(image: Image | None) -> dict[str, Any] | None:
+    def plain(self, image: Image | None) -> dict[str, Any] | None:
         """Column -> value, without types (what the connector's mapping reads)."""
         if image is None:
             return None

@@ -203,6 +203,9 @@ class _SourcePlanner:
                 self.writer = writer_for(self.connector)
             except ConnectorError as exc:
                 self._fail(where, str(exc))
+        problem = self.writer.check_action(do, sets)
+        if problem:
+            self._fail(f"{where}.do", problem)
         columns = self.writer.columns()
         keys = self.writer.key_columns()
         for col in sets:
@@ -224,7 +227,7 @@ class _SourcePlanner:
 
     def time_sample(self, col: str, image: Image) -> Any:
         """A value of `col` whose format a timestamp written there should copy."""
-        current = image.get(col, ("null", None))[1]
+        current = (self.writer.plain(image) or {}).get(col)
         if _is_timestamp(current):
             return current
         if col in self.connector.timestamp_samples:
@@ -378,14 +381,14 @@ def _plan_source(store: OverlayStore, planner: _SourcePlanner, plan: Plan, chang
             change.image = image
             if rule.do == "set":
                 change.values = planner.render(rule, fields, image, plan.now, plan.as_of)
-                current = SourceWriter.plain(image)
+                current = planner.writer.plain(image)
                 timed = {c for c in expiry & set(change.values) if actionvalues.is_time(rule.sets[c])}
                 for col in list(timed):
                     if _not_later(current.get(col), change.values[col]):
                         del change.values[col]     # never push an expiry later than it is
                         timed.discard(col)
                 change.old = {c: current.get(c) for c in change.values}
-                if all(image[c] == _typed_like(change.values[c]) for c in change.values):
+                if all(planner.writer.holds(image, c, change.values[c]) for c in change.values):
                     continue              # the row already holds these values (or expires sooner)
                 change.sweepable = bool(timed)
             plan.changes.append(change)
@@ -396,21 +399,6 @@ def _not_later(current: Any, new: Any) -> bool:
     if not _is_timestamp(current) or not _is_timestamp(new):
         return False
     return parse_timestamp(current) <= parse_timestamp(new)
-
-
-def _typed_like(value: Any) -> tuple[str, Any]:
-    """The (SQLite type, value) a plain value is stored as, to spot no-op writes."""
-    if value is None:
-        return ("null", None)
-    if isinstance(value, bool):
-        return ("integer", int(value))
-    if isinstance(value, int):
-        return ("integer", value)
-    if isinstance(value, float):
-        return ("real", value)
-    if isinstance(value, (bytes, bytearray)):
-        return ("blob", bytes(value))
-    return ("text", value)
 
 
 def _jsonable(value: Any) -> Any:
@@ -449,7 +437,7 @@ class _RowHasher:
     def __call__(self, image: Image | None, key: Key) -> str | None:
         if image is None:
             return None
-        row = SourceWriter.plain(image)
+        row = {col: value for col, (_, value) in image.items()}
         for name, (_, value) in key.items():
             row.setdefault(name, value)
         rec = self.connector.row_to_record(row, self.pks, self.mapping)
@@ -459,12 +447,14 @@ class _RowHasher:
         return content_hash(rec)
 
 
-def _entry(change: Change, run_id: str, run_at: float, writer: SourceWriter | None = None, **extra) -> dict:
+def _entry(change: Change, run_id: str, run_at: float, writer: SourceWriter | None = None,
+           key: Key | None = None, **extra) -> dict:
+    key = key or change.key
     return {"run_id": run_id, "run_at": run_at, "source": change.source, "tbl": change.table,
             "ref": change.ref, "pk": change.pk, "kind": change.do, "action_index": change.action_index,
             "spec": change.spec, "label": change.label, "fact_hash": change.fact_hash,
             "values": {c: _jsonable(v) for c, v in change.values.items()},
-            "key": writer.encode_image(change.key) if writer and change.key else None,
+            "key": writer.encode_image(key) if writer and key else None,
             "sweepable": change.sweepable, **extra}
 
 
@@ -536,10 +526,11 @@ def _apply_batch(log: ActionLog, writer: SourceWriter, hasher: "_RowHasher | Non
                 if change.do == "set":
                     txn.update(change.key, change.values)
                     after = txn.read(change.key)
+                    key = change.key
                 else:
-                    txn.delete(change.key)
+                    key = txn.delete(change.key) or change.key    # JSON: the position at deletion
                     after = None
-                done.append((change, _entry(change, result.run_id, result.run_at, writer,
+                done.append((change, _entry(change, result.run_id, result.run_at, writer, key=key,
                                             before=writer.encode_image(current),
                                             after=writer.encode_image(after),
                                             after_hash=_after_hash(hasher, after, change))))
