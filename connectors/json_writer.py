@@ -174,6 +174,9 @@ class JsonWriter(SourceWriter):
             self._plan_index = self._index(self._plan_state)
         return self._plan_state, self._plan_index
 
+    def refresh(self) -> None:
+        self._plan_state = self._plan_index = None
+
     def columns(self) -> list[str]:
         state, index = self._plan()
         out: set[str] = set()

@@ -102,6 +102,9 @@ class SourceWriter(abc.ABC):
         """Some non-empty value of `column`, to copy its format (None when there is none)."""
         return None
 
+    def refresh(self) -> None:
+        """Forget what was read for planning (the source was just synced again)."""
+
     def check_action(self, do: str, sets: dict) -> str | None:
         """Why this store cannot take an action of kind `do` (None when it can)."""
         return None

@@ -313,6 +313,8 @@ def plan_actions(config: Config, as_of: float | None = None, *, store: OverlaySt
                 for planner in planners:
                     engine.sync(planner.source, as_of=as_of, full=True)
                     engine.rescore(as_of, [store.source_row(planner.source.name)["id"]])
+                    if planner.writer is not None:
+                        planner.writer.refresh()    # look rows up in what the sync just read
             plan = Plan(config, as_of, now, store.path, {p.source.name: p.source for p in planners})
             for planner in planners:
                 _plan_source(store, planner, plan, changed_only)
