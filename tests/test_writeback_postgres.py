@@ -161,3 +161,65 @@ set = {{ {json.dumps(col)} = {json.dumps(value)} }}
         plan_actions(bad, AS_OF_TS)
     with psycopg.connect(pg_dsn) as conn:
         assert conn.execute("SELECT count(*) FROM wb_hostile").fetchone()[0] == 1
+
+
+@pytest.fixture
+def lg_pg_dsn(pg_server_dsn):
+    """A throwaway database holding LangGraph's PostgresStore tables."""
+    from psycopg import conninfo, sql
+
+    from conftest import pg_url
+    name = f"memwatch_wb_lg_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    yield pg_url(conninfo.conninfo_to_dict(pg_server_dsn), name)
+    with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def test_langgraph_postgres_store_expire_sweep_undo(lg_pg_dsn, tmp_path):
+    """LangGraph's own PostgresStore writes the items, expires nothing by itself, then its
+    sweep_ttl() deletes exactly what write-back expired; undo puts the rows back exactly."""
+    PostgresStore = pytest.importorskip(
+        "langgraph.store.postgres", reason="pip install 'memwatch-overlay[test-integrations]'").PostgresStore
+    ns = ("users", "u_priya", "memories")
+    with PostgresStore.from_conn_string(lg_pg_dsn) as store:
+        store.setup()
+        store.put(ns, "emp.old", {"memory": "Priya works at Google as a product analyst."})
+        store.put(ns, "emp.new", {"memory": "Priya just joined Stripe as a staff engineer."})
+    with psycopg.connect(lg_pg_dsn, autocommit=True) as conn:
+        conn.execute("UPDATE store SET created_at = '2001-01-01', updated_at = '2001-01-01' WHERE key = 'emp.old'")
+    from psycopg import sql
+
+    def rows():
+        with psycopg.connect(lg_pg_dsn) as conn:
+            cols = [r[0] for r in conn.execute("SELECT column_name FROM information_schema.columns "
+                                               "WHERE table_name = 'store' ORDER BY ordinal_position")]
+            parts = sql.SQL(", ").join(sql.SQL("pg_typeof({c})::text, {c}::text").format(c=sql.Identifier(c))
+                                        for c in cols)
+            return {r[0]: r[1:] for r in conn.execute(sql.SQL("SELECT key, {} FROM store").format(parts))}
+
+    original = rows()
+    cfg = load_config(write_config(tmp_path, f"""
+[[sources]]
+name = "lg"
+connector = "postgres"
+dsn = "{lg_pg_dsn}"
+preset = "langgraph-postgres"
+
+[[actions]]
+when = "expired"
+do = "expire"
+"""))
+    result = apply_plan(plan_actions(cfg, AS_OF_TS))
+    assert [c.pk["key"] for _, c in result.applied] == ["emp.old"]
+    with PostgresStore.from_conn_string(lg_pg_dsn) as store:
+        assert store.get(ns, "emp.old") is not None          # still there until LangGraph sweeps
+        assert store.sweep_ttl() == 1
+        assert store.get(ns, "emp.old") is None
+        assert store.get(ns, "emp.new") is not None
+    undone = undo_actions(cfg, since=result.run_at)
+    assert [note for _, note in undone.restored] == ["re-inserted (the store's sweeper had removed the expired row)"]
+    assert rows() == original
+    with PostgresStore.from_conn_string(lg_pg_dsn) as store:
+        assert store.get(ns, "emp.old").value == {"memory": "Priya works at Google as a product analyst."}
