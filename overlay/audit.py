@@ -162,6 +162,9 @@ def audit(target: str | None = None, config: Config | None = None, *, as_of: flo
     store = open_overlay(config, overlay_path)
     try:
         cfg, sources = resolve_sources(target, config, source_name, store)
+        if detector is None:
+            from .detect_changed import make_detector
+            detector = make_detector(cfg)
         engine = SyncEngine(store, cfg, detector=detector)
         stats = []
         for source in sources:

@@ -300,6 +300,45 @@ def status(config_path, overlay_path, fmt):
     Console().print(table)
 
 
+@main.command()
+@click.argument("text")
+@click.option("--subject", help="Whose memories to compare with (a user or namespace); default: all.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="memwatch.toml to use.")
+@click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False), help="Overlay database.")
+@click.option("--as-of", "as_of", help="Judge staleness as if now were this date/time (UTC).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@handle_errors
+def check(text, subject, config_path, overlay_path, as_of, fmt):
+    """Compare TEXT (something the user just said) with the overlay's memories.
+
+    Prints the memories TEXT contradicts with a suggested UPDATE or EXPIRE for each, and
+    the stale memories on the same topics. Nothing is written.
+    """
+    import json as _json
+    from .check import check_text
+    result = check_text(text, _config(config_path), overlay_path=overlay_path, subject=subject,
+                        as_of=_as_of(as_of) if as_of else None)
+    if fmt == "json":
+        click.echo(_json.dumps(result.as_dict(), indent=2))
+        return
+    console = Console()
+    if result.contradictions:
+        from rich.table import Table
+        table = Table(title="contradicted memories")
+        for col in ("action", "memory", "key", "old value", "new value", "why"):
+            table.add_column(col, overflow="fold")
+        for c in result.contradictions:
+            u = c["update"]
+            table.add_row(u.get("action", ""), c["older"], u.get("key") or "", str(u.get("old_value") or ""),
+                          "" if u.get("new_value") is None else str(u["new_value"]),
+                          f"{c['kind']} {c['confidence']:.2f}: {c['evidence']}")
+        console.print(table)
+    for s in result.stale:
+        console.print(f"stale: {s['ref']} ({s['label']}, freshness {s['freshness']:.2f}): {s['text']}",
+                      markup=False, highlight=False)
+    console.print(result.line, markup=False, highlight=False)
+
+
 @main.group()
 def sources():
     """Inspect stores: which known agent-framework layouts a target matches."""

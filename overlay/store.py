@@ -92,7 +92,18 @@ MIGRATIONS: list[str] = [
         summary_json TEXT NOT NULL
     );
     """,
-    # v2: write-back actions (overlay/actionlog.py): one row per applied action, with the
+    # v2: embedding vectors of facts, stamped with the model that made them (semantic layer)
+    """
+    CREATE TABLE fact_vectors (
+        fact_id INTEGER PRIMARY KEY REFERENCES facts(id) ON DELETE CASCADE,
+        model TEXT NOT NULL,
+        dim INTEGER NOT NULL,
+        text_hash TEXT NOT NULL,
+        vector BLOB NOT NULL
+    );
+    CREATE INDEX fact_vectors_model ON fact_vectors(model);
+    """,
+    # v3: write-back actions (overlay/actionlog.py): one row per applied action, with the
     # whole-row before/after images (typed) that undo restores from.
     """
     CREATE TABLE actions (

@@ -308,7 +308,11 @@ def plan_actions(config: Config, as_of: float | None = None, *, store: OverlaySt
                 stack.callback(planner.close)
                 planner.open()        # validates every action against the live schema
                 planners.append(planner)
-            engine = SyncEngine(store, config)
+            if sync:     # the same contradiction detector an audit uses, so `contradicted` matches
+                from .detect_changed import make_detector
+                engine = SyncEngine(store, config, detector=make_detector(config))
+            else:
+                engine = SyncEngine(store, config)
             if sync:
                 for planner in planners:
                     engine.sync(planner.source, as_of=as_of, full=True)

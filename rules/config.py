@@ -35,6 +35,10 @@ CI_LIMITS = {"max_stale_ratio": (int, float), "max_stale": int, "max_contradicti
              "min_avg_freshness": (int, float)}
 CI_KEYS = {**CI_LIMITS, "categories": dict, "sources": dict}
 CI_FRACTIONS = ("max_stale_ratio", "min_avg_freshness")   # must lie in [0, 1]
+# Contradiction detection: [detector] (rules), [embeddings] (semantic layer), [judge] (LLM critic).
+DETECTOR_KEYS = {"enabled": bool, "pack": str, "min_confidence": (int, float)}
+EMBEDDINGS_KEYS = {"enabled": bool, "model": str, "threshold": (int, float), "device": str}
+JUDGE_KEYS = {"enabled": bool, "url": str, "model": str, "api_key_env": str, "timeout": (int, float)}
 
 
 @dataclass
@@ -127,6 +131,9 @@ class Config:
     rules: list[Rule] = field(default_factory=list)
     actions: list[Action] = field(default_factory=list)
     ci: dict[str, Any] = field(default_factory=dict)
+    detector: dict[str, Any] = field(default_factory=dict)     # validated [detector]
+    embeddings: dict[str, Any] = field(default_factory=dict)   # validated [embeddings]
+    judge: dict[str, Any] = field(default_factory=dict)        # validated [judge]
 
     @property
     def base_dir(self) -> Path:
@@ -209,9 +216,22 @@ def parse_config(raw: dict, path: Path | None = None) -> Config:
             v.fail(f"actions[{i}].source", f"no source named {a.source!r}")
 
     cfg.ci = _parse_ci(v, v.table(raw, "ci"), cfg)
-    for section in ("detector", "embeddings", "judge", "daemon"):
-        if section in raw:
-            v.table(raw, section)
+    for section, keys in (("detector", DETECTOR_KEYS), ("embeddings", EMBEDDINGS_KEYS),
+                          ("judge", JUDGE_KEYS)):
+        body = v.table(raw, section)
+        v.known(body, section, set(keys))
+        for key, kind in keys.items():
+            v.typed(body, section, key, kind, None)
+        for key in ("min_confidence", "threshold"):
+            if key in body and not 0 <= body[key] <= 1:
+                v.fail(f"{section}.{key}", "must be between 0 and 1")
+        if "timeout" in body and body["timeout"] <= 0:
+            v.fail(f"{section}.timeout", "must be > 0")
+        setattr(cfg, section, dict(body))
+    if cfg.judge.get("enabled", True) and cfg.judge and "url" not in cfg.judge:
+        v.fail("judge.url", "is required to use a judge (an OpenAI-compatible base URL)")
+    if "daemon" in raw:
+        v.table(raw, "daemon")
     return cfg
 
 

@@ -194,3 +194,17 @@ def test_table_output_of_plan_apply_and_undo(lg):
     since = re.search(r"undo --since (\S+)`", applied.replace("\n", "")).group(1)
     undone = run_cli("undo", "--since", since, "--config", cfg, cwd=tmp_path, check=True).stdout
     assert "0 skipped" in undone and "re-inserted" not in undone
+
+
+def test_contradicted_facts_are_planned_as_audit_finds_them(lg):
+    tmp_path, db, cfg = lg
+    contra = write_config(tmp_path, CONFIG.split("[[actions]]")[0]
+                          + '[[actions]]\nwhen = "contradicted"\ndo = "annotate"\nset = { by = "{label}" }\n',
+                          "contra.toml")
+    planned = json.loads(run_cli("plan", "--config", contra, "--as-of", LANGGRAPH_REFERENCE, "--format", "json",
+                                 cwd=tmp_path, check=True).stdout)
+    audit = json.loads(run_cli("audit", "--config", contra, "--as-of", LANGGRAPH_REFERENCE, "--format", "json",
+                               "--overlay", tmp_path / "other.db", cwd=tmp_path).stdout)
+    contradicted = {f["ref"] for f in audit["facts"] if f["status"] == "contradicted"}
+    assert contradicted                       # the fixture plants newer facts that outdate older ones
+    assert {a["ref"] for a in planned["annotations"]} == contradicted
