@@ -40,6 +40,13 @@ class TableConnector(Connector):
 
     def pk_columns(self, columns: list[str]) -> list[str]:
         if self.source.id:
+            # checked here: SQLite reads an unknown "quoted" name as a string literal, which
+            # would give every row the same key instead of failing
+            for col in self.source.id:
+                if col not in columns:
+                    raise ConnectorError(
+                        f"source {self.source.name!r}: id = {col!r}: no column {col!r} in "
+                        f"{self.table_name} (columns: {', '.join(columns)})")
             return self.source.id
         if self.source.table:
             info = self.table_info(self.source.table)

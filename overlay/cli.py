@@ -559,5 +559,89 @@ def init(target, output_path, force):
         click.echo("note: the DSN's password was not written; set PGPASSWORD or use dsn_env", err=True)
 
 
+def _plan_config(path: str | None) -> Config:
+    """plan/undo need the [[actions]] of a memwatch.toml: --config, else ./memwatch.toml."""
+    import os
+    if path is None and os.path.exists("memwatch.toml"):
+        path = "memwatch.toml"
+    if path is None:
+        from .errors import ConfigError
+        raise ConfigError("no memwatch.toml here; give --config with [[actions]]", field="--config")
+    return load_config(path)
+
+
+@main.command()
+@click.option("--config", "config_path", type=click.Path(dir_okay=False),
+              help="memwatch.toml with [[actions]] (default ./memwatch.toml).")
+@click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False), help="Overlay database.")
+@click.option("--source", "source_names", multiple=True, help="Only this source (repeatable).")
+@click.option("--as-of", "as_of", help="Score as if now were this date/time (UTC).")
+@click.option("--apply", "do_apply", is_flag=True,
+              help="Write the planned changes to the sources and record annotations (undo restores them).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@handle_errors
+def plan(config_path, overlay_path, source_names, as_of, do_apply, fmt):
+    """Show the write-back actions [[actions]] call for; write them only with --apply.
+
+    Reads the sources (as audit does), checks every action against the live schema, and
+    lists source, ref, column, old value -> new value. Without --apply nothing is written
+    anywhere.
+    """
+    from . import plan_output
+    from .writeback import apply_plan, plan_actions
+    cfg = _plan_config(config_path)
+    the_plan = plan_actions(cfg, _as_of(as_of), overlay_path=overlay_path,
+                            source_names=list(source_names) or None)
+    applied = apply_plan(the_plan) if do_apply else None
+    if fmt == "json":
+        plan_output.write_plan_json(the_plan, sys.stdout, applied)
+    else:
+        plan_output.render_plan(the_plan, Console(), applied)
+
+
+@main.command()
+@click.argument("action_ids", nargs=-1, type=int)
+@click.option("--since", "since", help="Undo every action applied at or after this date/time (UTC).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="memwatch.toml to use.")
+@click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False), help="Overlay database.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@handle_errors
+def undo(action_ids, since, config_path, overlay_path, fmt):
+    """Put back the rows that write-back ACTION_ID(s) (or every action --since TIME) changed.
+
+    A row the bot changed after our write is left alone and reported as skipped.
+    """
+    import json as _json
+    from . import plan_output
+    from .writeback import undo_actions
+    cfg = _config(config_path)
+    result = undo_actions(cfg, ids=list(action_ids), since=_as_of(since) if since else None,
+                          overlay_path=overlay_path)
+    if fmt == "json":
+        click.echo(_json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        plan_output.render_undo(result, Console())
+
+
+@main.command()
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="memwatch.toml to use.")
+@click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False), help="Overlay database.")
+@click.option("--source", "source_name", help="Only this source.")
+@click.option("--limit", type=int, default=50, show_default=True, help="How many recent actions.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@handle_errors
+def history(config_path, overlay_path, source_name, limit, fmt):
+    """List recent write-back actions and annotations (ids for `undo`)."""
+    import json as _json
+    from . import plan_output
+    from .writeback import action_history
+    actions = action_history(_config(config_path), overlay_path=overlay_path, limit=limit,
+                             source_name=source_name)
+    if fmt == "json":
+        click.echo(_json.dumps(plan_output.history_dict(actions), indent=2, ensure_ascii=False))
+    else:
+        plan_output.render_history(actions, Console())
+
+
 if __name__ == "__main__":
     main()

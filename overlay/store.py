@@ -110,6 +110,36 @@ MIGRATIONS: list[str] = [
     ALTER TABLE facts ADD COLUMN confirmations INTEGER NOT NULL DEFAULT 0;
     CREATE INDEX facts_gc ON facts(status, last_seen);
     """,
+    # v4: write-back actions (overlay/actionlog.py): one row per applied action, with the
+    # whole-row before/after images (typed) that undo restores from.
+    """
+    CREATE TABLE actions (
+        id INTEGER PRIMARY KEY,
+        run_id TEXT NOT NULL,            -- one apply: every action of a `plan --apply`
+        run_at REAL NOT NULL,
+        source TEXT NOT NULL,
+        tbl TEXT NOT NULL,
+        ref TEXT NOT NULL,
+        pk TEXT NOT NULL,                -- JSON: the overlay's text pk
+        kind TEXT NOT NULL,              -- annotate | set | delete
+        action_index INTEGER,            -- position in [[actions]]
+        spec TEXT NOT NULL,              -- JSON of the [[actions]] entry that asked for it
+        label TEXT,
+        fact_hash TEXT,                  -- facts.content_hash the plan was made on
+        after_hash TEXT,                 -- content hash of the row after the write
+        key_json TEXT,                   -- typed key of the row
+        before_json TEXT,                -- typed whole-row image before the write
+        after_json TEXT,                 -- typed whole-row image after it (NULL after delete)
+        values_json TEXT,                -- values written (or the annotation's values)
+        sweepable INTEGER NOT NULL DEFAULT 0,  -- wrote the store's expiry: its sweeper may delete the row
+        state TEXT NOT NULL,             -- pending | applied | failed
+        undone_at REAL,
+        note TEXT
+    );
+    CREATE INDEX actions_ref ON actions(ref);
+    CREATE INDEX actions_run_at ON actions(run_at);
+    CREATE INDEX actions_state ON actions(state) WHERE state = 'pending';
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -130,11 +160,19 @@ _UPSERT_SQL = (
       "THEN 'forgotten' ELSE excluded.status END"
 )
 LIVE = "status IN ('active', 'contradicted')"
+# Annotations ([[actions]] do = "annotate") of a fact's current content, as a JSON array.
+_ANNOTATIONS_SQL = (
+    "SELECT json_group_array(json_object('action_id', a.id, 'action', a.action_index, "
+    "'when', json_extract(a.spec, '$.when'), 'label', a.label, 'values', json(a.values_json), "
+    "'at', strftime('%Y-%m-%dT%H:%M:%fZ', a.run_at, 'unixepoch'))) FROM actions a "
+    "WHERE a.ref = f.ref AND a.kind = 'annotate' AND a.state = 'applied' AND a.undone_at IS NULL "
+    "AND a.fact_hash = f.content_hash")
 ANY = object()   # find_facts(subject=ANY): every subject (None means "no subject")
 # A fact with its source's name and the refs of the newer facts that contradict it.
 _FACT_SELECT = (
     "SELECT f.*, s.name AS source_name, (SELECT group_concat(n.ref, char(31)) FROM contradictions c "
-    "JOIN facts n ON n.id = c.newer_id WHERE c.older_id = f.id AND n.status != 'deleted') AS contradicted_by "
+    "JOIN facts n ON n.id = c.newer_id WHERE c.older_id = f.id AND n.status != 'deleted') AS contradicted_by, "
+    f"({_ANNOTATIONS_SQL}) AS annotations "
     "FROM facts f JOIN sources s ON s.id = f.source_id")
 
 

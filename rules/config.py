@@ -13,12 +13,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..overlay import actionvalues
 from ..overlay.errors import ConfigError, RuleError
 from ..overlay.scoring import CONFIDENCE_CEILING, DEFAULT_HALF_LIVES, CategoryPolicy, ConfidencePolicy, Thresholds
 
 CONNECTORS = ("sqlite", "json", "postgres")
 LABEL_CONDITIONS = ("fresh", "aging", "stale", "expired", "contradicted")
-ACTION_KINDS = ("annotate", "set", "delete")
+ACTION_KINDS = ("annotate", "set", "delete", "expire")   # expire: the preset's natural write-back
 DEFAULT_OVERLAY_PATH = ".memwatch/overlay.db"
 DEFAULT_GC_RETENTION_DAYS = 30.0
 # The source name the Python API (MemWatch) uses for facts it stores in the overlay itself.
@@ -108,7 +109,11 @@ class Rule:
 
 @dataclass
 class Action:
-    """One [[actions]] entry (write-back planning)."""
+    """One [[actions]] entry (write-back planning, overlay/writeback.py).
+
+    `do`: annotate (recorded in the overlay only), set (columns the source already has),
+    delete (the row), expire (the store's natural expiry, declared by its preset).
+    """
 
     when: str
     do: str
@@ -354,9 +359,13 @@ def _parse_action(v: "_Validator", body: Any, i: int) -> Action:
     sets = v.typed(body, where, "set", dict, {})
     if do == "set" and not sets:
         raise RuleError("do = \"set\" needs a set = { column = value } table", field=f"{where}.set", path=v.path)
+    if do in ("delete", "expire") and sets:
+        raise RuleError(f"do = \"{do}\" takes no set table (use do = \"set\" to choose columns)",
+                        field=f"{where}.set", path=v.path)
     for col, value in sets.items():
-        if not isinstance(value, (str, int, float, bool)):
-            raise RuleError("values must be strings, numbers or booleans", field=f"{where}.set.{col}", path=v.path)
+        problem = actionvalues.check(value)
+        if problem:
+            raise RuleError(problem, field=f"{where}.set.{col}", path=v.path)
     return Action(when=when, do=do, category=v.typed(body, where, "category", str, "*"),
                   source=v.typed(body, where, "source", str, None), set=dict(sets))
 

@@ -1,4 +1,4 @@
-"""The CI docs only use commands and options the CLI has."""
+"""The CI and write-back docs only use commands and options the CLI has."""
 import re
 from pathlib import Path
 
@@ -7,7 +7,7 @@ import pytest
 from memwatch_overlay.overlay.cli import main
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-FILES = ["ci.md", "pre-commit.md", "github-actions.yml", "contradictions.md"]
+FILES = ["ci.md", "pre-commit.md", "github-actions.yml", "contradictions.md", "writeback.md"]
 
 
 def invocations(text):

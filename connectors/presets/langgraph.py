@@ -51,6 +51,10 @@ class LangGraphSqliteStore(SqliteConnector):
     description = "LangGraph SqliteStore (table store: prefix, key, value, expires_at)"
     defaults = dict(table="store", id=["prefix", "key"], text="value", key="key", subject="prefix",
                     created_at="created_at", updated_at="updated_at", expires_at="expires_at")
+    # LangGraph's TTL sweeper runs `DELETE … WHERE expires_at < CURRENT_TIMESTAMP` (a text
+    # comparison), so an expiry must be written the way put(ttl=…) writes it: str(datetime).
+    natural_writebacks = {"expire": {"expires_at": "now"}}
+    timestamp_samples = {"expires_at": "2000-01-01 00:00:00.000000+00:00"}
 
     @classmethod
     def match(cls, tables):

@@ -21,6 +21,8 @@ class LangGraphPostgresStore(PostgresConnector):
     description = "LangGraph PostgresStore (table store: prefix, key, value jsonb, expires_at)"
     defaults = dict(table="store", id=["prefix", "key"], text="value", key="key", subject="prefix",
                     created_at="created_at", updated_at="updated_at", expires_at="expires_at")
+    # PostgresStore's sweeper deletes rows whose expires_at (timestamptz) is past.
+    natural_writebacks = {"expire": {"expires_at": "now"}}
 
     @classmethod
     def match(cls, tables):

@@ -68,6 +68,10 @@ class Mem0History(SqliteConnector):
     description = "mem0 history.db (event log; user and expiry from qdrant local storage beside it)"
     defaults = dict(table="history", id=["id"], text="new_memory", created_at="created_at",
                     updated_at="updated_at")
+    # Write-back: a history row with is_deleted = 1 counts as mem0's DELETE (see memory_records).
+    # mem0's vector store still holds the memory; its own search does not read this flag.
+    natural_writebacks = {"expire": {"is_deleted": 1}}
+    row_local = False       # a version's record depends on the memory's other events and qdrant
 
     def __init__(self, source, **kwargs):
         super().__init__(source, **kwargs)

@@ -40,6 +40,8 @@ class MemlifeFacts(SqliteConnector):
     defaults = dict(table="facts", id=["id"], text="content", created_at="created_at",
                     updated_at="updated_at")
     extra_columns = ("superseded_by",)
+    # memlife's expire_fact() writes `__retired__:<reason>`; the preset reads it as expired.
+    natural_writebacks = {"expire": {"superseded_by": RETIRED_PREFIX + "memwatch {label}"}}
 
     def __init__(self, source, **kwargs):
         super().__init__(source, **kwargs)

@@ -70,6 +70,7 @@ class OpenAIAgentsSession(SqliteConnector):
     defaults = dict(table="agent_messages", id=["id"], text="message_data", subject="session_id",
                     created_at="created_at")
     extra_columns = ("message_data",)
+    row_local = False       # the subject's session prefix is computed over the table in read()
 
     def __init__(self, source, **kwargs):
         super().__init__(source, **kwargs)
