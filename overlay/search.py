@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 
 from .audit import fact_dict
-from .store import ANY, LIVE, OverlayStore
+from .store import ANY, FACT_SELECT, LIVE, OverlayStore
 from .sync import SyncEngine
 
 K1 = 1.2
@@ -96,8 +96,7 @@ def search_facts(store: OverlayStore, engine: SyncEngine, query: str, *, limit: 
     for i in range(0, len(ids), RESCORE_CHUNK):
         chunk = ids[i:i + RESCORE_CHUNK]
         for row in store.conn.execute(
-                "SELECT f.*, s.name AS source_name, NULL AS contradicted_by FROM facts f "
-                f"JOIN sources s ON s.id = f.source_id WHERE f.id IN ({', '.join('?' * len(chunk))})", chunk):
+                f"{FACT_SELECT} WHERE f.id IN ({', '.join('?' * len(chunk))})", chunk):
             relevance = bm25[row["id"]] / best
             confidence = row["confidence"] if row["confidence"] is not None else 1.0
             hits.append((relevance * (row["freshness"] or 0.0) * confidence, relevance, row))
@@ -105,7 +104,6 @@ def search_facts(store: OverlayStore, engine: SyncEngine, query: str, *, limit: 
     out = []
     for score, relevance, row in hits[:limit]:
         fact = fact_dict(row)
-        fact["contradicted_by"] = store.contradicted_by(row["id"])
         out.append(SearchHit(fact, round(relevance, 4), round(score, 4)))
     return out
 

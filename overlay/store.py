@@ -169,7 +169,7 @@ _ANNOTATIONS_SQL = (
     "AND a.fact_hash = f.content_hash")
 ANY = object()   # find_facts(subject=ANY): every subject (None means "no subject")
 # A fact with its source's name and the refs of the newer facts that contradict it.
-_FACT_SELECT = (
+FACT_SELECT = (
     "SELECT f.*, s.name AS source_name, (SELECT group_concat(n.ref, char(31)) FROM contradictions c "
     "JOIN facts n ON n.id = c.newer_id WHERE c.older_id = f.id AND n.status != 'deleted') AS contradicted_by, "
     f"({_ANNOTATIONS_SQL}) AS annotations "
@@ -337,7 +337,7 @@ class OverlayStore:
         scope, params = _scope("f.source_id", source_ids)
         status = "f.status != 'forgotten'" if include_deleted else "f.status IN ('active', 'contradicted')"
         return self.conn.execute(
-            f"{_FACT_SELECT} WHERE {status} {scope} ORDER BY {order}", params)
+            f"{FACT_SELECT} WHERE {status} {scope} ORDER BY {order}", params)
 
     def find_facts(self, *, subject: Any = ANY, labels: Iterable[str] | None = None,
                    statuses: Iterable[str] = ("active", "contradicted"), limit: int | None = None) -> list[sqlite3.Row]:
@@ -356,7 +356,7 @@ class OverlayStore:
             labels = list(labels)
             where.append(f"f.label IN ({', '.join('?' * len(labels))})")
             params += labels
-        sql = f"{_FACT_SELECT} WHERE {' AND '.join(where)} ORDER BY f.freshness, f.id"
+        sql = f"{FACT_SELECT} WHERE {' AND '.join(where)} ORDER BY f.freshness, f.id"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         return self.conn.execute(sql, params).fetchall()
@@ -430,7 +430,7 @@ class OverlayStore:
     def fact_row(self, ref: str) -> sqlite3.Row | None:
         """One fact with its source's name, in the shape iter_fact_rows yields."""
         return self.conn.execute(
-            f"{_FACT_SELECT} WHERE f.ref = ?", (ref,)).fetchone()
+            f"{FACT_SELECT} WHERE f.ref = ?", (ref,)).fetchone()
 
     def prune_deleted(self, cutoff: float) -> tuple[int, int]:
         """Erase facts the source deleted and that were last seen before `cutoff` (epoch s).
