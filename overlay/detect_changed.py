@@ -28,57 +28,102 @@ def fact_view(row: sqlite3.Row) -> FactView:
                     category=row["category"], learned_at=learned_at(row))
 
 
+# Above this many changed facts (a first audit, a bulk import) the blocks are read in one
+# ordered pass over the overlay instead of one query per block.
+SCAN_MIN_CHANGED = 2000
+SAVE_BATCH = 1000
+
+
 def detect_changed(store: OverlayStore, detector: Detector, source_id: int, sync_no: int,
                    now: float, stats=None) -> int:
     """Compare this sync's changed facts within their blocks; persist what is found."""
-    changed = store.conn.execute(
-        f"SELECT * FROM facts WHERE source_id = ? AND changed_sync = ? AND {LIVE}",
-        (source_id, sync_no)).fetchall()
-    blocks: dict[tuple, list[sqlite3.Row]] = defaultdict(list)
-    for row in changed:
-        blocks[(row["subject"], row["category"])].append(row)
     before = detector.comparisons
-    found = 0
     vectors = _vector_cache(store, detector)
-    for (subject, category), rows in blocks.items():
-        block = store.block(subject, category)            # every live fact of the block
+    saver = _Saver(store, now)
+    n_changed = store.conn.execute(
+        f"SELECT count(*) FROM facts WHERE source_id = ? AND changed_sync = ? AND {LIVE}",
+        (source_id, sync_no)).fetchone()[0]
+    blocks = _scanned_blocks if n_changed >= SCAN_MIN_CHANGED else _queried_blocks
+    for block, changed_ids in blocks(store, source_id, sync_no):
         if vectors is not None:
             vectors.ensure(detector.embedder, [(r["id"], r["text"] or "") for r in block])
-        ids = {r["ref"]: r["id"] for r in block}
-        views = {r["id"]: fact_view(r) for r in block}
-        index = BlockIndex(detector, views)
-        changed_ids = {r["id"] for r in rows}
-        pairs: set[tuple[int, int]] = set()
-        # Recency: learned_at, ties broken by row id (a store without timestamps lists its
-        # records oldest first) but only within one table: two tables with no timestamps
-        # (an MCP graph's observations and relations) say nothing about which came first.
-        order = {i: (v.learned_at, i) for i, v in views.items()}
-        table = {r["id"]: r["tbl"] for r in block}
-
-        def older(i: int, j: int) -> bool:
-            """Fact i is known to be older than fact j."""
-            if views[i].learned_at == views[j].learned_at and table[i] != table[j]:
-                return False
-            return order[i] < order[j]
-
-        for row in rows:
-            me = views[row["id"]]
-            mine = row["id"]
-            olders = [views[i] for i in index.candidates(mine) if older(i, mine)]
-            for c in detector.compare(me, olders):
-                pairs.add((ids[c.older], ids[c.newer]))
-                found += _save(store, ids, c, now)
-            # an unchanged newer fact may outdate this one (changed ones are handled in their turn)
-            for i in index.could_outdate(mine):
-                if i in changed_ids or not older(mine, i):
-                    continue
-                for c in detector.compare(views[i], [me]):
-                    if (ids[c.older], ids[c.newer]) not in pairs:
-                        pairs.add((ids[c.older], ids[c.newer]))
-                        found += _save(store, ids, c, now)
+        if len(block) > 1:          # a fact alone in its block has nothing to contradict
+            _detect_block(detector, block, changed_ids, saver)
+    saver.flush()
     if stats is not None:
         stats.comparisons += detector.comparisons - before
-    return found
+    return saver.found
+
+
+def _queried_blocks(store: OverlayStore, source_id: int, sync_no: int):
+    """(block rows, changed ids) per block of the changed facts: one query per block."""
+    changed = store.conn.execute(
+        f"SELECT id, subject, category FROM facts WHERE source_id = ? AND changed_sync = ? AND {LIVE}",
+        (source_id, sync_no)).fetchall()
+    blocks: dict[tuple, set[int]] = defaultdict(set)
+    for row in changed:
+        blocks[(row["subject"], row["category"])].add(row["id"])
+    for (subject, category), ids in blocks.items():
+        yield store.block(subject, category), ids
+
+
+def _scanned_blocks(store: OverlayStore, source_id: int, sync_no: int):
+    """The same blocks from one pass over live facts in block order (facts_block index):
+    memory stays one block, and a block with no changed fact is skipped."""
+    cur = store.conn.execute(
+        f"SELECT *, (source_id = ? AND changed_sync = ?) AS mw_changed FROM facts WHERE {LIVE} "
+        "ORDER BY subject, category, id", (source_id, sync_no))
+    key = None
+    block: list[sqlite3.Row] = []
+    changed: set[int] = set()
+    while True:
+        rows = cur.fetchmany(2000)
+        for r in rows:
+            k = (r["subject"], r["category"])
+            if k != key:
+                if changed:
+                    yield block, changed
+                key, block, changed = k, [], set()
+            block.append(r)
+            if r["mw_changed"]:
+                changed.add(r["id"])
+        if not rows:
+            break
+    if changed:
+        yield block, changed
+
+
+def _detect_block(detector: Detector, block: list[sqlite3.Row], changed_ids: set[int], saver) -> None:
+    ids = {r["ref"]: r["id"] for r in block}
+    views = {r["id"]: fact_view(r) for r in block}
+    index = BlockIndex(detector, views)
+    pairs: set[tuple[int, int]] = set()
+    # Recency: learned_at, ties broken by row id (a store without timestamps lists its
+    # records oldest first) but only within one table: two tables with no timestamps
+    # (an MCP graph's observations and relations) say nothing about which came first.
+    order = {i: (v.learned_at, i) for i, v in views.items()}
+    table = {r["id"]: r["tbl"] for r in block}
+
+    def older(i: int, j: int) -> bool:
+        """Fact i is known to be older than fact j."""
+        if views[i].learned_at == views[j].learned_at and table[i] != table[j]:
+            return False
+        return order[i] < order[j]
+
+    for mine in sorted(changed_ids):
+        me = views[mine]
+        olders = [views[i] for i in index.candidates(mine) if older(i, mine)]
+        for c in detector.compare(me, olders):
+            pairs.add((ids[c.older], ids[c.newer]))
+            saver.save(ids, c)
+        # an unchanged newer fact may outdate this one (changed ones are handled in their turn)
+        for i in index.could_outdate(mine):
+            if i in changed_ids or not older(mine, i):
+                continue
+            for c in detector.compare(views[i], [me]):
+                if (ids[c.older], ids[c.newer]) not in pairs:
+                    pairs.add((ids[c.older], ids[c.newer]))
+                    saver.save(ids, c)
 
 
 class BlockIndex:
@@ -160,15 +205,24 @@ def _slot_terms(s, offer: bool) -> set[tuple]:
     return {("sup", s.name, whole)} | {("full", s.name, x) for x in subsets}
 
 
-def _save(store: OverlayStore, ids: dict[str, int], c, now: float) -> int:
-    """Persist one finding; a contradiction the source itself records (mem0 UPDATE, memlife
-    superseded_by), saved earlier in this sync, is kept as it is."""
-    older, newer = ids[c.older], ids[c.newer]
-    if store.conn.execute("SELECT 1 FROM contradictions WHERE older_id = ? AND newer_id = ?",
-                          (older, newer)).fetchone():
-        return 0
-    store.add_contradiction(older, newer, c.kind, c.confidence, c.evidence, c.update, now)
-    return 1
+class _Saver:
+    """Persists findings in batches. A contradiction the source itself records (mem0
+    UPDATE, memlife superseded_by), saved earlier in this sync, is kept as it is."""
+
+    def __init__(self, store: OverlayStore, now: float):
+        self.store, self.now = store, now
+        self.pending: list[tuple] = []
+        self.found = 0
+
+    def save(self, ids: dict[str, int], c) -> None:
+        self.pending.append((ids[c.older], ids[c.newer], c.kind, c.confidence, c.evidence, c.update))
+        if len(self.pending) >= SAVE_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            self.found += self.store.add_new_contradictions(self.pending, self.now)
+            self.pending.clear()
 
 
 def _vector_cache(store: OverlayStore, detector: Detector):

@@ -294,6 +294,21 @@ class OverlayStore:
             "update_json = excluded.update_json",
             (older_id, newer_id, kind, confidence, evidence, json.dumps(update) if update else None, now))
 
+    def add_new_contradictions(self, rows: list[tuple], now: float) -> int:
+        """Insert (older_id, newer_id, kind, confidence, evidence, update) rows, keeping any
+        pair already stored as it is; returns how many were new."""
+        cur = self.conn.executemany(
+            "INSERT INTO contradictions (older_id, newer_id, kind, confidence, evidence, update_json, detected_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (older_id, newer_id) DO NOTHING",
+            [(o, n, k, c, e, json.dumps(u) if u else None, now) for o, n, k, c, e, u in rows])
+        return cur.rowcount
+
+    def clear_contradictions_of_sync(self, source_id: int, sync_no: int) -> None:
+        """clear_contradictions_of() for every fact a sync changed, as one statement."""
+        changed = "SELECT id FROM facts WHERE source_id = ? AND changed_sync = ?"
+        self.conn.execute(f"DELETE FROM contradictions WHERE older_id IN ({changed}) OR newer_id IN ({changed})",
+                          (source_id, sync_no, source_id, sync_no))
+
     def clear_contradictions_of(self, fact_ids: Iterable[int]) -> None:
         """Changed facts are judged again from scratch."""
         self.conn.executemany("DELETE FROM contradictions WHERE older_id = ? OR newer_id = ?",

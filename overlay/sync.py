@@ -154,9 +154,7 @@ class SyncEngine:
 
     def _contradictions(self, source_id: int, sync_no: int, replaced, now: float, stats: SyncStats) -> int:
         store = self.store
-        changed = store.conn.execute("SELECT id FROM facts WHERE source_id = ? AND changed_sync = ?",
-                                     (source_id, sync_no)).fetchall()
-        store.clear_contradictions_of(r[0] for r in changed)
+        store.clear_contradictions_of_sync(source_id, sync_no)
         found = 0
         for older_ref, newer_ref, note in replaced:
             older, newer = store.fact_id(older_ref), store.fact_id(newer_ref)

@@ -1,0 +1,83 @@
+"""The two ways detect_changed reaches blocks (one query per block, one ordered scan for
+big changes) find the same contradictions, and a full audit's results do not depend on it."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from memwatch_overlay.overlay import detect_changed as dc
+from memwatch_overlay.overlay.audit import audit
+from memwatch_overlay.overlay.contradictions import Detector
+from memwatch_overlay.overlay.output import write_json
+from memwatch_overlay.overlay.store import OverlayStore
+from memwatch_overlay.overlay.sync import SyncEngine
+from memwatch_overlay.rules.config import load_config
+
+from storegen import write_config
+from test_sync_contradictions import AS_OF, _add, _store
+
+AGENT_STORES = Path(__file__).parent / "fixtures" / "agent-stores"
+
+
+def _findings(overlay: OverlayStore) -> list[tuple]:
+    return sorted(tuple(r) for r in overlay.conn.execute(
+        "SELECT o.ref, n.ref, c.kind, c.confidence, c.evidence, coalesce(c.update_json, '') FROM contradictions c "
+        "JOIN facts o ON o.id = c.older_id JOIN facts n ON n.id = c.newer_id"))
+
+
+def _statuses(overlay: OverlayStore) -> list[tuple]:
+    return sorted(tuple(r) for r in overlay.conn.execute("SELECT ref, status FROM facts").fetchall())
+
+
+@pytest.mark.parametrize("scan_min", [0, 10**9])
+def test_scan_and_per_block_queries_agree(tmp_path, monkeypatch, scan_min):
+    store_path = _store(tmp_path / "bot.db", users=6, per_block=4, town=True)
+    _add(store_path, ("u3", "location", None, "I moved to Oslo last month.", "2026-11-01 09:00:00"),
+         ("u9", "location", None, "Lives in Lonelytown", "2026-11-01 09:00:00"))   # a block of one
+    cfg = load_config(write_config(tmp_path, store_path))
+    results = {}
+    for mode, threshold in (("query", 10**9), ("scan", 0)):
+        monkeypatch.setattr(dc, "SCAN_MIN_CHANGED", threshold)
+        with OverlayStore(tmp_path / f"overlay-{mode}.db") as overlay:
+            engine = SyncEngine(overlay, cfg, detector=Detector())
+            stats = engine.sync(cfg.sources[0], as_of=AS_OF, full=True)
+            results[mode] = (stats.contradictions, stats.comparisons, _findings(overlay), _statuses(overlay))
+    assert results["query"] == results["scan"]
+    found, comparisons, rows, statuses = results["scan"]
+    assert found == len(rows) > 0 and comparisons > 0
+    assert any(s == "contradicted" for _, s in statuses)
+    # the later incremental sync takes the per-block path whatever came before
+    monkeypatch.setattr(dc, "SCAN_MIN_CHANGED", scan_min)
+    _add(store_path, ("u3", "location", None, "I moved to Bergen again.", "2026-11-20 09:00:00"))
+    with OverlayStore(tmp_path / "overlay-scan.db") as overlay:
+        stats = SyncEngine(overlay, cfg, detector=Detector()).sync(cfg.sources[0], as_of=AS_OF, full=False)
+        assert stats.records == 1 and stats.contradictions >= 1
+
+
+@pytest.mark.parametrize("framework", ["mem0", "langgraph", "mcp-memory", "crewai"])
+def test_audit_json_is_the_same_either_way(tmp_path, monkeypatch, framework):
+    folder = AGENT_STORES / framework
+    stores = sorted(p for p in folder.iterdir() if p.suffix in (".db", ".sqlite", ".json", ".jsonl"))
+    assert stores, folder
+    outputs = []
+    for threshold in (10**9, 0):
+        monkeypatch.setattr(dc, "SCAN_MIN_CHANGED", threshold)
+        work = tmp_path / str(threshold)
+        work.mkdir()
+        target = work / stores[0].name
+        shutil.copy(stores[0], target)
+        result = audit(str(target), as_of=AS_OF, overlay_path=str(work / "overlay.db"))
+        path = work / "out.json"
+        with path.open("w") as out:
+            write_json(result, out)
+        result.close()
+        doc = json.loads(path.read_text())
+        for f in doc["facts"]:
+            f.pop("first_seen")
+        for s in doc["sources"]:
+            s.pop("target")
+        outputs.append(doc)
+    assert outputs[0] == outputs[1]
