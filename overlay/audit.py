@@ -127,7 +127,7 @@ def fact_dict(row) -> dict:
         "confidence": row["confidence"], "status": row["status"],
         "contradicted_by": row["contradicted_by"].split("\x1f") if row["contradicted_by"] else [],
         "first_seen": to_iso(row["first_seen"]),
-        "annotations": json.loads(row["annotations"]) if row["annotations"] else [],
+        "annotations": json.loads(row["annotations"]) if row["annotations"] not in (None, "", "[]") else [],
     }
 
 

@@ -18,15 +18,16 @@ _UUIDISH = re.compile(r"^[0-9a-f]{8}-|^[0-9a-f]{16,}$|^\d+$", re.I)
 def write_json(result, out: IO[str]) -> None:
     """The design's JSON contract, streamed fact by fact (bounded memory)."""
     header = result.header()
+    dumps = json.JSONEncoder(ensure_ascii=False).encode   # one encoder, not one per fact
     out.write("{")
     for key, value in header.items():
         out.write(f"{json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}, ")
     out.write('"facts": [')
     for i, fact in enumerate(result.iter_facts()):
-        out.write(("," if i else "") + "\n  " + json.dumps(fact, ensure_ascii=False))
+        out.write(("," if i else "") + "\n  " + dumps(fact))
     out.write('\n], "contradictions": [')
     for i, item in enumerate(result.contradictions()):
-        out.write(("," if i else "") + "\n  " + json.dumps(item, ensure_ascii=False))
+        out.write(("," if i else "") + "\n  " + dumps(item))
     out.write("\n]}\n")
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable
 
 from ..connectors.base import Connector, Record
@@ -61,7 +61,8 @@ class SyncEngine:
         s = score_fact(as_of, learned_at, self.config.policy(category), self.config.thresholds,
                        access_count, accessed_at, expires_at)
         confirmed_at = learned_at if confirmed_at is None else confirmed_at
-        return replace(s, confidence=self.config.lifecycle.confidence(as_of, confirmed_at, confirmations))
+        return Score(s.freshness, s.label, s.age_days, s.days_left, s.days_until_expired, s.expired_by,
+                     self.config.lifecycle.confidence(as_of, confirmed_at, confirmations))
 
     def score_row(self, row, as_of: float) -> Score:
         """Score a stored fact; a person's refresh and first sight count as learning."""
