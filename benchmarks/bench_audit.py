@@ -1,23 +1,36 @@
-"""Full-audit throughput against a raw sqlite3 scan of the same columns, measured in one run.
+"""Audit throughput and memory against raw scans, contradiction checks, and memlife as the peer.
 
     python benchmarks/bench_audit.py [--sizes 10000,100000,1000000] [--repeat 3]
+        [--large-repeat 1] [--pg-dsn postgresql://postgres@127.0.0.1:5432/postgres | --no-pg]
+        [--pg-sizes 10000,100000] [--check 1000:100000] [--memlife 1000] [--json]
 
-Each measurement runs in its own subprocess so peak RSS (ru_maxrss) is its own. Prints
-medians, the ratio audit / raw scan, and peak RSS. The store is a home-made agent table
-(`agent_facts`, text + key + subject + timestamp), built once per size in a temp folder.
+Every measurement runs in its own subprocess, so its peak RSS (ru_maxrss) is its own, and
+every ratio compares figures measured in this run. Times are medians of --repeat runs
+(--large-repeat for sizes above 100,000). Sections:
+
+  audit     a zero-config first audit (fresh overlay, JSON written to /dev/null) of a home-made
+            agent table (`agent_facts`: user, key, value text, timestamp) with contradiction
+            detection on (the default) and off (`[detector] enabled = false`), and a re-audit of
+            the unchanged store, each against a raw sqlite3 scan of the same columns;
+  postgres  the same table in a throwaway database, against a raw psycopg server-side cursor;
+  check     N new facts (for existing users, many changing a value) synced incrementally with
+            detection into an overlay that already holds M facts;
+  memlife   the memlife package itself: store_fact() of N facts and its run_gc() pass, beside
+            memwatch auditing that store (ingest) and rescoring it a month later plus its gc
+            (decay/GC pass). memlife's store_fact is O(store) per call, hence a small N.
 """
 from __future__ import annotations
 
 import argparse
 import datetime as dt
 import json
+import os
 import random
 import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 COLUMNS = "id, user_id, fact_key, fact_value, created_at"
@@ -25,6 +38,7 @@ KEYS = ["employer", "city", "email", "food", "language", "pet"]
 VALUES = ["Works at Acme {}", "Lives in City {}", "mail{}@example.com", "Loves dish {}",
           "Speaks language {}", "Has a dog named {}"]
 AS_OF = "2026-11-29"
+USERS = 5000
 
 RAW_SCAN = """
 import sqlite3, sys, time, resource
@@ -36,13 +50,27 @@ for row in conn.execute("SELECT {cols} FROM agent_facts"):
 print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, n)
 """.replace("{cols}", COLUMNS)
 
+RAW_PG = """
+import sys, time, resource, psycopg
+t = time.perf_counter()
+with psycopg.connect(sys.argv[1]) as conn:
+    cur = conn.cursor(name="raw")
+    cur.itersize = 10000
+    cur.execute("SELECT {cols} FROM agent_facts")
+    n = sum(1 for _ in cur)
+print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, n)
+""".replace("{cols}", COLUMNS)
+
+# argv: target overlay as_of [config]
 AUDIT = """
 import os, sys, time, resource
 from memwatch_overlay.overlay.audit import audit
 from memwatch_overlay.overlay.output import write_json
 from memwatch_overlay.overlay.timeparse import parse_as_of
+from memwatch_overlay.rules.config import load_config
+cfg = load_config(sys.argv[4]) if len(sys.argv) > 4 else None
 t = time.perf_counter()
-result = audit(sys.argv[1], as_of=parse_as_of(sys.argv[3]), overlay_path=sys.argv[2])
+result = audit(sys.argv[1], cfg, as_of=parse_as_of(sys.argv[3]), overlay_path=sys.argv[2])
 with open(os.devnull, "w") as out:
     write_json(result, out)
 n = result.summary["total"]
@@ -50,60 +78,241 @@ result.close()
 print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, n)
 """
 
+# argv: target overlay as_of ; an incremental sync (rowid cursor) with the default detector
+CHECK = """
+import sys, time, resource
+from memwatch_overlay.overlay.audit import resolve_sources
+from memwatch_overlay.overlay.detect_changed import make_detector
+from memwatch_overlay.overlay.store import OverlayStore
+from memwatch_overlay.overlay.sync import SyncEngine
+from memwatch_overlay.overlay.timeparse import parse_as_of
+store = OverlayStore(sys.argv[2])
+cfg, sources = resolve_sources(sys.argv[1], None, None, store)
+t = time.perf_counter()
+stats = SyncEngine(store, cfg, detector=make_detector(cfg)).sync(sources[0], as_of=parse_as_of(sys.argv[3]), full=False)
+s = time.perf_counter() - t
+print(s, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, stats.records, stats.comparisons, stats.contradictions)
+"""
+
+# argv: memlife db, n, phase (ingest | gc)
+MEMLIFE = """
+import sys, time, resource
+from memlife import MemoryConfig, SyncMemoryStore
+store = SyncMemoryStore(MemoryConfig(db_path=sys.argv[1]))
+n = int(sys.argv[2])
+t = time.perf_counter()
+if sys.argv[3] == "ingest":
+    for i in range(n):
+        store.store_fact(["Works at Acme {}", "Lives in City {}", "Loves dish {}"][i % 3].format(i), embed=False)
+else:
+    store.run_gc()
+s = time.perf_counter() - t
+store.close()
+print(s, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, n)
+"""
+
+# argv: overlay as_of ; rescore at as_of (decay), then the overlay's gc
+DECAY = """
+import sys, time, resource
+from memwatch_overlay.overlay.audit import overlay_report
+from memwatch_overlay.overlay.maintenance import gc
+from memwatch_overlay.overlay.timeparse import parse_as_of
+t = time.perf_counter()
+r = overlay_report(None, overlay_path=sys.argv[1], as_of=parse_as_of(sys.argv[2]))
+n = r.summary["total"]
+r.close()
+gc(None, sys.argv[1])
+print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, n)
+"""
+
+
+def agent_rows(n: int, seed: int = 1, start: int = 0, value_offset: int = 0):
+    rnd = random.Random(seed)
+    base = dt.datetime(2026, 11, 29)
+    for i in range(start, start + n):
+        k = rnd.randrange(len(KEYS))
+        yield (f"u{i % USERS}", KEYS[k], VALUES[k].format(i + value_offset),
+               (base - dt.timedelta(days=rnd.random() * 900)).strftime("%Y-%m-%d %H:%M:%S"))
+
 
 def build_store(path: Path, n: int) -> None:
-    rnd = random.Random(1)
-    base = dt.datetime(2026, 11, 29)
     conn = sqlite3.connect(path)
     conn.execute("CREATE TABLE agent_facts (id INTEGER PRIMARY KEY, user_id TEXT, fact_key TEXT, "
                  "fact_value TEXT, created_at TEXT)")
-
-    def rows():
-        for i in range(n):
-            k = rnd.randrange(len(KEYS))
-            yield (f"u{i % 5000}", KEYS[k], VALUES[k].format(i),
-                   (base - dt.timedelta(days=rnd.random() * 900)).strftime("%Y-%m-%d %H:%M:%S"))
     conn.executemany("INSERT INTO agent_facts (user_id, fact_key, fact_value, created_at) VALUES (?, ?, ?, ?)",
-                     rows())
+                     agent_rows(n))
     conn.commit()
     conn.close()
 
 
-def measure(script: str, *args: str) -> tuple[float, int, int]:
-    out = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, check=True)
-    seconds, rss_kb, n = out.stdout.split()
-    return float(seconds), int(rss_kb), int(n)
+def measure(script: str, *args: str) -> list[float]:
+    out = subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True, text=True)
+    if out.returncode:
+        sys.exit(f"benchmark subprocess failed:\n{out.stderr}")
+    return [float(x) for x in out.stdout.split()]
+
+
+def median_runs(times: int, script: str, *args) -> tuple[float, float, list[float]]:
+    """Median seconds, max peak RSS (MB), and the last run's other figures."""
+    runs = [measure(script, *args) for _ in range(times)]
+    return statistics.median(r[0] for r in runs), max(r[1] for r in runs) / 1024, runs[-1][2:]
+
+
+def no_detector_config(folder: Path) -> Path:
+    path = folder / "memwatch-nodetect.toml"
+    path.write_text("[detector]\nenabled = false\n")
+    return path
+
+
+def bench_sqlite(tmp: Path, sizes: list[int], repeat: int, large_repeat: int, out: list[dict]) -> None:
+    off = no_detector_config(tmp)
+    print("audit (SQLite store)  times: median seconds; ratio = audit / raw scan; RSS = peak MB")
+    for n in sizes:
+        reps = repeat if n <= 100_000 else large_repeat
+        store = tmp / f"agent_{n}.db"
+        build_store(store, n)
+        raw, rss_raw, _ = median_runs(reps, RAW_SCAN, store)
+        row = {"store": "sqlite", "rows": n, "repeat": reps, "raw_s": round(raw, 3), "raw_rss_mb": round(rss_raw)}
+        for name, extra in (("audit_nodetect", [off]), ("audit", [])):
+            runs = []
+            for i in range(reps):                       # a fresh overlay each time: a first audit
+                overlay = tmp / f"overlay_{name}_{n}_{i}.db"
+                runs.append(measure(AUDIT, store, overlay, AS_OF, *extra))
+                assert runs[-1][2] == n, (runs[-1], n)
+            row[f"{name}_s"] = round(statistics.median(r[0] for r in runs), 3)
+            row[f"{name}_rss_mb"] = round(max(r[1] for r in runs) / 1024)
+        reaudit, rss, _ = median_runs(reps, AUDIT, store, tmp / f"overlay_audit_{n}_0.db", AS_OF)
+        row["reaudit_s"], row["reaudit_rss_mb"] = round(reaudit, 3), round(rss)
+        out.append(row)
+        print(f"{n:>9,} rows  raw {raw:7.3f}s ({rss_raw:.0f} MB)"
+              f" | audit, detection off {row['audit_nodetect_s']:8.3f}s {row['audit_nodetect_s'] / raw:6.1f}x"
+              f" {row['audit_nodetect_rss_mb']:4d} MB"
+              f" | audit {row['audit_s']:8.3f}s {row['audit_s'] / raw:6.1f}x {row['audit_rss_mb']:4d} MB"
+              f" | re-audit {reaudit:7.3f}s {reaudit / raw:6.1f}x {rss:4.0f} MB  (n={reps})", flush=True)
+
+
+def bench_postgres(tmp: Path, dsn: str, sizes: list[int], repeat: int, large_repeat: int, out: list[dict]) -> None:
+    import psycopg
+    from psycopg import conninfo, sql
+
+    off = no_detector_config(tmp)
+    print("audit (Postgres table)  raw = psycopg server-side cursor, itersize 10,000")
+    for n in sizes:
+        reps = repeat if n <= 100_000 else large_repeat
+        name = f"memwatch_bench_{os.getpid()}_{n}"
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        db = conninfo.make_conninfo(dsn, dbname=name)
+        try:
+            with psycopg.connect(db, autocommit=True) as conn:
+                conn.execute("CREATE TABLE agent_facts (id bigserial PRIMARY KEY, user_id text, fact_key text, "
+                             "fact_value text, created_at timestamp)")
+                with conn.cursor().copy("COPY agent_facts (user_id, fact_key, fact_value, created_at) FROM STDIN") as cp:
+                    for r in agent_rows(n):
+                        cp.write_row(r)
+                conn.execute("ANALYZE agent_facts")
+            url = f"postgresql://{conninfo.conninfo_to_dict(db).get('user', 'postgres')}@" \
+                  f"{conninfo.conninfo_to_dict(db).get('host', '127.0.0.1')}:" \
+                  f"{conninfo.conninfo_to_dict(db).get('port', '5432')}/{name}"
+            raw, rss_raw, _ = median_runs(reps, RAW_PG, db)
+            row = {"store": "postgres", "rows": n, "repeat": reps, "raw_s": round(raw, 3), "raw_rss_mb": round(rss_raw)}
+            for label, extra in (("audit_nodetect", [off]), ("audit", [])):
+                runs = [measure(AUDIT, url, tmp / f"pg_overlay_{label}_{n}_{i}.db", AS_OF, *extra) for i in range(reps)]
+                assert runs[-1][2] == n, (runs[-1], n)
+                row[f"{label}_s"] = round(statistics.median(r[0] for r in runs), 3)
+                row[f"{label}_rss_mb"] = round(max(r[1] for r in runs) / 1024)
+            out.append(row)
+            print(f"{n:>9,} rows  raw {raw:7.3f}s ({rss_raw:.0f} MB)"
+                  f" | audit, detection off {row['audit_nodetect_s']:8.3f}s {row['audit_nodetect_s'] / raw:6.1f}x"
+                  f" {row['audit_nodetect_rss_mb']:4d} MB"
+                  f" | audit {row['audit_s']:8.3f}s {row['audit_s'] / raw:6.1f}x {row['audit_rss_mb']:4d} MB"
+                  f"  (n={reps})", flush=True)
+        finally:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def bench_check(tmp: Path, new: int, existing: int, repeat: int, out: list[dict]) -> None:
+    """`new` facts for existing users (other values for the same keys) into an overlay of `existing`."""
+    print(f"contradiction check: {new:,} new facts against {existing:,} existing (rules, no embeddings)")
+    runs, firsts = [], []
+    for i in range(repeat):
+        # the overlay names a zero-config source after its file: each run audits its own
+        # store once (the existing facts), then adds the new ones and syncs incrementally
+        store, overlay = tmp / f"check_{i}" / "agent.db", tmp / f"check_{i}" / "overlay.db"
+        store.parent.mkdir()
+        build_store(store, existing)
+        firsts.append(measure(AUDIT, store, overlay, AS_OF)[0])
+        conn = sqlite3.connect(store)
+        conn.executemany("INSERT INTO agent_facts (user_id, fact_key, fact_value, created_at) VALUES (?, ?, ?, ?)",
+                         [(u, k, v, AS_OF + " 00:00:00") for u, k, v, _ in agent_rows(new, seed=2, value_offset=10**7)])
+        conn.commit()
+        conn.close()
+        runs.append(measure(CHECK, store, overlay, AS_OF))
+    first = [statistics.median(firsts)]
+    s = statistics.median(r[0] for r in runs)
+    rss = max(r[1] for r in runs) / 1024
+    records, comparisons, found = runs[-1][2:]
+    out.append({"check_new": new, "check_existing": existing, "check_s": round(s, 3), "check_rss_mb": round(rss),
+                "records": int(records), "comparisons": int(comparisons), "contradictions": int(found),
+                "first_audit_s": round(first[0], 3)})
+    print(f"  {int(records):,} facts read, {int(comparisons):,} pairs compared, {int(found):,} contradictions: "
+          f"{s:.3f}s ({s / new * 1000:.2f} ms per new fact), peak {rss:.0f} MB; "
+          f"the first audit of the {existing:,} took {first[0]:.1f}s", flush=True)
+
+
+def bench_memlife(tmp: Path, n: int, repeat: int, out: list[dict]) -> None:
+    print(f"memlife peer ({n:,} facts; memlife's store_fact is O(store) per call)")
+    ingest_ml, gc_ml, ingest_mw, decay_mw = [], [], [], []
+    for i in range(repeat):
+        db = tmp / f"memlife_{i}" / "memlife.db"
+        db.parent.mkdir()
+        ingest_ml.append(measure(MEMLIFE, db, n, "ingest"))
+        gc_ml.append(measure(MEMLIFE, db, n, "gc"))
+        overlay = tmp / f"memlife_overlay_{i}.db"
+        ingest_mw.append(measure(AUDIT, db, overlay, AS_OF))
+        later = (dt.date.fromisoformat(AS_OF) + dt.timedelta(days=30)).isoformat()
+        decay_mw.append(measure(DECAY, overlay, later))
+    row = {"memlife_facts": n}
+    for name, runs in (("memlife_ingest", ingest_ml), ("memlife_gc", gc_ml),
+                       ("memwatch_ingest", ingest_mw), ("memwatch_decay_gc", decay_mw)):
+        row[f"{name}_s"] = round(statistics.median(r[0] for r in runs), 3)
+        row[f"{name}_rss_mb"] = round(max(r[1] for r in runs) / 1024)
+    out.append(row)
+    print(f"  ingest: memlife store_fact x{n:,} {row['memlife_ingest_s']:.3f}s | memwatch audit of that store "
+          f"{row['memwatch_ingest_s']:.3f}s ({row['memwatch_ingest_s'] / row['memlife_ingest_s']:.2f}x)\n"
+          f"  decay/GC: memlife run_gc {row['memlife_gc_s']:.3f}s | memwatch rescore + gc "
+          f"{row['memwatch_decay_gc_s']:.3f}s ({row['memwatch_decay_gc_s'] / max(row['memlife_gc_s'], 1e-9):.2f}x)",
+          flush=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="10000,100000,1000000")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--large-repeat", type=int, default=1, help="runs for sizes above 100,000")
+    ap.add_argument("--pg-dsn", default=os.environ.get("MEMWATCH_TEST_PG_DSN",
+                                                       "postgresql://postgres@127.0.0.1:5432/postgres"))
+    ap.add_argument("--no-pg", action="store_true")
+    ap.add_argument("--pg-sizes", default="10000,100000")
+    ap.add_argument("--check", default="1000:100000", help="NEW:EXISTING, or 0 to skip")
+    ap.add_argument("--memlife", type=int, default=1000, help="facts for the memlife peer, 0 to skip")
     ap.add_argument("--json", action="store_true", help="print machine-readable results")
     args = ap.parse_args()
-    results = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for n in (int(s) for s in args.sizes.split(",")):
-            store = Path(tmp) / f"agent_{n}.db"
-            build_store(store, n)
-            raw, full = [], []
-            rss_raw = rss_audit = 0
-            for i in range(args.repeat):
-                s, rss, _ = measure(RAW_SCAN, str(store))
-                raw.append(s)
-                rss_raw = max(rss_raw, rss)
-                overlay = Path(tmp) / f"overlay_{n}_{i}.db"   # a fresh overlay: first audit
-                s, rss, total = measure(AUDIT, str(store), str(overlay), AS_OF)
-                assert total == n, (total, n)
-                full.append(s)
-                rss_audit = max(rss_audit, rss)
-            r, a = statistics.median(raw), statistics.median(full)
-            results.append({"rows": n, "raw_scan_s": round(r, 3), "audit_s": round(a, 3),
-                            "ratio": round(a / r, 1), "rows_per_s": round(n / a),
-                            "peak_rss_mb_raw": round(rss_raw / 1024), "peak_rss_mb_audit": round(rss_audit / 1024)})
-            print(f"{n:>9,} rows  raw scan {r:7.3f}s  audit {a:7.3f}s  ratio {a / r:5.1f}x  "
-                  f"{n / a:>9,.0f} rows/s  peak RSS {rss_audit / 1024:6.0f} MB (raw {rss_raw / 1024:.0f} MB)",
-                  flush=True)
+    results: list[dict] = []
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        sizes = [int(s) for s in args.sizes.split(",") if s]
+        if sizes:
+            bench_sqlite(tmp, sizes, args.repeat, args.large_repeat, results)
+        if not args.no_pg and args.pg_sizes:
+            bench_postgres(tmp, args.pg_dsn, [int(s) for s in args.pg_sizes.split(",")], args.repeat,
+                           args.large_repeat, results)
+        if args.check != "0":
+            new, existing = (int(x) for x in args.check.split(":"))
+            bench_check(tmp, new, existing, args.repeat, results)
+        if args.memlife:
+            bench_memlife(tmp, args.memlife, args.repeat, results)
     if args.json:
         print(json.dumps(results, indent=2))
 
