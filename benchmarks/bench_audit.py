@@ -11,7 +11,9 @@ every ratio compares figures measured in this run. Times are medians of --repeat
   audit     a zero-config first audit (fresh overlay, JSON written to /dev/null) of a home-made
             agent table (`agent_facts`: user, key, value text, timestamp) with contradiction
             detection on (the default) and off (`[detector] enabled = false`), and a re-audit of
-            the unchanged store, each against a raw sqlite3 scan of the same columns;
+            the unchanged store, each against a raw sqlite3 scan of the same columns. The table
+            holds 20 facts per user (six keys), so a user's block stays the same size as
+            the store grows;
   postgres  the same table in a throwaway database, against a raw psycopg server-side cursor;
   check     N new facts (for existing users, many changing a value) synced incrementally with
             detection into an overlay that already holds M facts;
@@ -38,7 +40,7 @@ KEYS = ["employer", "city", "email", "food", "language", "pet"]
 VALUES = ["Works at Acme {}", "Lives in City {}", "mail{}@example.com", "Loves dish {}",
           "Speaks language {}", "Has a dog named {}"]
 AS_OF = "2026-11-29"
-USERS = 5000
+FACTS_PER_USER = 20     # users grow with the store: 100,000 rows are 5,000 users' facts
 
 RAW_SCAN = """
 import sqlite3, sys, time, resource
@@ -126,12 +128,13 @@ print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrs
 """
 
 
-def agent_rows(n: int, seed: int = 1, start: int = 0, value_offset: int = 0):
+def agent_rows(n: int, seed: int = 1, value_offset: int = 0, users: int | None = None):
     rnd = random.Random(seed)
     base = dt.datetime(2026, 11, 29)
-    for i in range(start, start + n):
+    users = users or max(1, n // FACTS_PER_USER)
+    for i in range(n):
         k = rnd.randrange(len(KEYS))
-        yield (f"u{i % USERS}", KEYS[k], VALUES[k].format(i + value_offset),
+        yield (f"u{i % users}", KEYS[k], VALUES[k].format(i + value_offset),
                (base - dt.timedelta(days=rnd.random() * 900)).strftime("%Y-%m-%d %H:%M:%S"))
 
 
@@ -244,8 +247,9 @@ def bench_check(tmp: Path, new: int, existing: int, repeat: int, out: list[dict]
         build_store(store, existing)
         firsts.append(measure(AUDIT, store, overlay, AS_OF)[0])
         conn = sqlite3.connect(store)
+        fresh = agent_rows(new, seed=2, value_offset=10**7, users=existing // FACTS_PER_USER)
         conn.executemany("INSERT INTO agent_facts (user_id, fact_key, fact_value, created_at) VALUES (?, ?, ?, ?)",
-                         [(u, k, v, AS_OF + " 00:00:00") for u, k, v, _ in agent_rows(new, seed=2, value_offset=10**7)])
+                         [(u, k, v, AS_OF + " 00:00:00") for u, k, v, _ in fresh])
         conn.commit()
         conn.close()
         runs.append(measure(CHECK, store, overlay, AS_OF))
