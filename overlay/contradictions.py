@@ -36,6 +36,7 @@ from .slotpack import Pack, SlotDef, load_pack
 from .slots import Extractor, Reading, Slot, digits, infer_category, normalize, norm_value, stem, to_number
 
 DEFAULT_SEMANTIC_THRESHOLD = 0.6
+_NON_WORD = re.compile(r"[^\w]+")
 DEFAULT_CACHE_SIZE = 4096
 KEY_VALUE_CONFIDENCE = 0.9
 _DAY = 86400.0
@@ -141,7 +142,7 @@ class Detector:
         ck = (fact.text or "", fact.subject or "")
         r = self._cache.get(ck)
         if r is None:
-            words = frozenset(w for w in re.split(r"[^\w]+", (fact.subject or "").lower()) if len(w) > 2)
+            words = frozenset(w for w in _NON_WORD.split((fact.subject or "").lower()) if len(w) > 2)
             r = self.extractor.read(fact.text or "", words)
             self._cache[ck] = r
             if len(self._cache) > self._cache_size:

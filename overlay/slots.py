@@ -105,13 +105,19 @@ class Reading:
 
 # ---------------------------------------------------------------- text helpers
 
+# compiled once: these run several times per text
+_SPACES = re.compile(r"[ \t]+")
+_QUOTES_PARENS = re.compile(r"[\"()]")
+_NON_DIGIT = re.compile(r"\D")
+_CLAUSE_PUNCT = re.compile(r"[,;:]")
+
 def normalize(text: str) -> str:
     """Straight quotes, expanded contractions, single spaces."""
     t = (text or "").replace("\u2019", "'").replace("\u2018", "'").replace("\u201c", '"')
     t = t.replace("\u201d", '"').replace("\u00a0", " ")
     for rx, rep in _CONTRACTIONS:
         t = rx.sub(rep, t)
-    return re.sub(r"[ \t]+", " ", t).strip()
+    return _SPACES.sub(" ", t).strip()
 
 
 def clauses(text: str) -> list[tuple[str, str]]:
@@ -149,7 +155,7 @@ def norm_value(v: str | None) -> str:
     """Lower case, no leading determiners or trailing punctuation."""
     if v is None:
         return ""
-    words = re.sub(r"[\"()]", " ", v.lower()).split()
+    words = _QUOTES_PARENS.sub(" ", v.lower()).split()
     while words and words[0] in _DETERMINERS:
         words = words[1:]
     return " ".join(words).strip(" .,;:!'-")
@@ -168,14 +174,14 @@ def to_number(v: str | None) -> float | None:
 
 
 def digits(v: str) -> str:
-    return re.sub(r"\D", "", v)
+    return _NON_DIGIT.sub("", v)
 
 
 # ---------------------------------------------------------------- guards
 
 def _recent(prefix: str, words: int = 5) -> str:
     """The last few words before a match, not crossing a comma."""
-    tail = re.split(r"[,;:]", prefix)[-1]
+    tail = _CLAUSE_PUNCT.split(prefix)[-1]
     return " ".join(tail.split()[-words:])
 
 
