@@ -53,6 +53,9 @@ class Score:
     days_left: float | None          # until the label drops below fresh (None: never)
     days_until_expired: float | None  # until the label becomes expired (None: never)
     expired_by: str | None = None    # "ttl" | "source" when a hard expiry decided the label
+    # Days until the label next changes with nothing else changing (None: never). Unrounded
+    # and never late: the daemon rescores a fact only once this much time has passed.
+    next_change_days: float | None = None
 
 
 def decay_factor(half_life_days: float) -> float:
@@ -114,6 +117,16 @@ def score_fact(as_of: float, learned_at: float | None, policy: CategoryPolicy,
     label = label_for(value, thresholds)
     days_left = days_until_below(thresholds.fresh, age, policy.half_life_days, access_count, since_access)
     until_expired = days_until_below(thresholds.stale, age, policy.half_life_days, access_count, since_access)
+    # Freshness only falls with time, so the label walks fresh -> aging -> stale -> expired;
+    # the next change is the crossing of the current label's lower threshold.
+    if label == "fresh":
+        next_change = days_left
+    elif label == "aging":
+        next_change = days_until_below(thresholds.aging, age, policy.half_life_days, access_count, since_access)
+    elif label == "stale":
+        next_change = until_expired
+    else:
+        next_change = None
 
     hard_limits = []
     if policy.ttl_days is not None:
@@ -127,8 +140,12 @@ def score_fact(as_of: float, learned_at: float | None, policy: CategoryPolicy,
         until_expired = remaining if until_expired is None else min(until_expired, remaining)
         if remaining <= 0.0 and expired_by is None:
             expired_by = reason
+        if label != "expired":
+            next_change = remaining if next_change is None else min(next_change, remaining)
     if expired_by is not None:
         label = "expired"
+        next_change = None
     return Score(round(value, 6), label, round(age, 6),
                  None if days_left is None else round(days_left, 3),
-                 None if until_expired is None else round(until_expired, 3), expired_by)
+                 None if until_expired is None else round(until_expired, 3), expired_by,
+                 next_change)

@@ -30,6 +30,35 @@ SOURCE_KEYS = {
     "poll_seconds": (int, float), "apply": bool,
     **{k: str for k in MAPPING_KEYS},
 }
+LOG_FORMATS = ("text", "json")
+
+
+@dataclass
+class DaemonConfig:
+    """[daemon]: how often the sidecar looks, rescans and retries. Seconds throughout."""
+
+    debounce_seconds: float = 0.2          # quiet time after a file event before a sync
+    max_delay_seconds: float = 2.0         # a constant stream of writes still syncs this often
+    deletion_scan_seconds: float = 300.0   # key-only pass finding rows deleted in the source
+    rescore_seconds: float = 60.0          # recompute the labels whose time has come
+    full_resync_seconds: float = 0.0       # periodic full re-read (0: never; for stores without updated_at)
+    backoff_initial_seconds: float = 1.0   # first retry after a source fails
+    backoff_max_seconds: float = 300.0     # retries back off exponentially up to this
+    error_log_seconds: float = 60.0        # a failing source logs at most once per this
+    busy_timeout_seconds: float = 1.0      # how long a read waits on a bot's lock before retrying later
+    heartbeat_seconds: float = 15.0        # how often `status` learns the daemon is alive
+    log_format: str = "text"               # text | json (overridden by --log-format)
+
+
+# key -> (minimum, whether the minimum itself is allowed)
+DAEMON_KEYS = {
+    "debounce_seconds": (0.0, True), "max_delay_seconds": (0.0, False),
+    "deletion_scan_seconds": (0.0, False), "rescore_seconds": (0.0, False),
+    "full_resync_seconds": (0.0, True), "backoff_initial_seconds": (0.0, False),
+    "backoff_max_seconds": (0.0, False), "error_log_seconds": (0.0, True),
+    "busy_timeout_seconds": (0.0, True), "heartbeat_seconds": (0.0, False),
+}
+
 CI_KEYS = {"max_stale_ratio": (int, float), "max_stale": int, "max_contradictions": int,
            "min_avg_freshness": (int, float), "categories": dict, "sources": dict}
 
@@ -120,6 +149,7 @@ class Config:
     rules: list[Rule] = field(default_factory=list)
     actions: list[Action] = field(default_factory=list)
     ci: dict[str, Any] = field(default_factory=dict)
+    daemon: DaemonConfig = field(default_factory=DaemonConfig)
 
     @property
     def base_dir(self) -> Path:
@@ -206,9 +236,33 @@ def parse_config(raw: dict, path: Path | None = None) -> Config:
     for key, kind in CI_KEYS.items():
         v.typed(ci, "ci", key, kind, None)
     cfg.ci = dict(ci)
-    for section in ("detector", "embeddings", "judge", "daemon"):
+    cfg.daemon = _parse_daemon(v, v.table(raw, "daemon"))
+    for section in ("detector", "embeddings", "judge"):
         if section in raw:
             v.table(raw, section)
+    return cfg
+
+
+def _parse_daemon(v: "_Validator", body: dict) -> DaemonConfig:
+    v.known(body, "daemon", set(DAEMON_KEYS) | {"log_format"})
+    values: dict[str, Any] = {}
+    for key, (minimum, inclusive) in DAEMON_KEYS.items():
+        value = v.typed(body, "daemon", key, (int, float), None)
+        if value is None:
+            continue
+        if value < minimum or (value == minimum and not inclusive):
+            v.fail(f"daemon.{key}", f"must be {'>=' if inclusive else '>'} {minimum:g}, not {value!r}")
+        values[key] = float(value)
+    fmt = v.typed(body, "daemon", "log_format", str, None)
+    if fmt is not None:
+        if fmt not in LOG_FORMATS:
+            v.fail("daemon.log_format", f"must be one of {', '.join(LOG_FORMATS)}, not {fmt!r}")
+        values["log_format"] = fmt
+    cfg = DaemonConfig(**values)
+    if cfg.backoff_max_seconds < cfg.backoff_initial_seconds:
+        v.fail("daemon.backoff_max_seconds", "must be >= daemon.backoff_initial_seconds")
+    if cfg.max_delay_seconds < cfg.debounce_seconds:
+        v.fail("daemon.max_delay_seconds", "must be >= daemon.debounce_seconds")
     return cfg
 
 
