@@ -57,7 +57,7 @@ def render_table(result, console: Console, limit: int = MAX_TABLE_ROWS) -> None:
     table = Table(show_lines=False, header_style="bold")
     for col, kw in (("subject", {"max_width": 14}), ("memory", {"min_width": 20}),
                     ("category", {}), ("score", {"justify": "right"}), ("label", {}),
-                    ("days left", {"justify": "right"}), ("status", {"max_width": 16})):
+                    ("left", {"justify": "right"})):
         table.add_column(col, overflow="ellipsis", no_wrap=col != "memory", **kw)
     shown = 0
     for fact in result.iter_facts(order="f.status = 'deleted', f.freshness, f.id"):
@@ -69,8 +69,9 @@ def render_table(result, console: Console, limit: int = MAX_TABLE_ROWS) -> None:
         text = text if len(text) <= 70 else text[:67] + "…"
         style = LABEL_STYLES.get(fact["label"], "")
         table.add_row(fact["subject"] or "", text, fact["category"],
-                      f"{fact['freshness']:.2f}", f"[{style}]{fact['label']}[/]",
-                      _fmt_days(fact["days_left"]), fact["status"])
+                      f"{fact['freshness']:.2f}",
+                      f"[{style}]{fact['label']}[/]" + ("" if fact["status"] == "active" else f" ({fact['status']})"),
+                      _fmt_days(fact["days_left"]))
         shown += 1
     console.print(table)
     remaining = s["total"] + s.get("deleted", 0) - shown

@@ -113,7 +113,8 @@ def score_fact(as_of: float, learned_at: float | None, policy: CategoryPolicy,
     """
     age = max(0.0, (as_of - learned_at) / DAY) if learned_at is not None else 0.0
     since_access = max(0.0, (as_of - accessed_at) / DAY) if accessed_at is not None else None
-    value = freshness(age, policy.half_life_days, access_count, since_access)
+    # rounded before labelling so that exactly one half-life reads 0.5 (aging), not 0.49999…
+    value = round(freshness(age, policy.half_life_days, access_count, since_access), 9)
     label = label_for(value, thresholds)
     days_left = days_until_below(thresholds.fresh, age, policy.half_life_days, access_count, since_access)
     until_expired = days_until_below(thresholds.stale, age, policy.half_life_days, access_count, since_access)

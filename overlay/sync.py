@@ -49,12 +49,9 @@ class SyncStats:
 
 def content_hash(rec: Record) -> str:
     """What makes a fact 'changed' (access counters are not content)."""
-    h = hashlib.blake2b(digest_size=12)
-    for part in (rec.text, rec.key, rec.subject, rec.category, rec.created_at, rec.updated_at,
-                 rec.expires_at, rec.status):
-        h.update(repr(part).encode("utf-8", "replace"))
-        h.update(b"\x1f")
-    return h.hexdigest()
+    parts = (rec.text, rec.key, rec.subject, rec.category, rec.created_at, rec.updated_at,
+             rec.expires_at, rec.status)
+    return hashlib.blake2b(repr(parts).encode("utf-8", "replace"), digest_size=12).hexdigest()
 
 
 def pk_json(pk: dict[str, str]) -> str:
