@@ -113,13 +113,18 @@ class Daemon:
         self.engine: SyncEngine | None = None
         self.states: list[_SourceState] = []
         self.observer = None
+        self._handler = None
+        self._unwatched: set[str] = set()
         self.ticks = 0
         self.syncs = 0
         self.stop_reason: str | None = None
         self.first_error: BaseException | None = None
         self._stop = threading.Event()
         self._wake = threading.Event()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()             # source states (the observer thread writes them)
+        self._lifecycle = threading.RLock()
+        self._loop_thread: threading.Thread | None = None
+        self._loop_exited = threading.Event()
         self._started = False
         self._stopped = False
         self._next_rescore = 0.0
@@ -135,17 +140,18 @@ class Daemon:
         self.stop()
 
     def start(self) -> None:
-        if self._started:
-            return
-        self._started = True
-        self._started_at = self.clock()
-        self.store = open_overlay(self.config, self.overlay_path)
-        self.engine = SyncEngine(self.store, self.config)
-        mono = time.monotonic()
-        for source in self.config.sources:
-            self.states.append(self._initial_state(source, mono))
-        self._start_observer()
-        self._heartbeat(force=True)
+        with self._lifecycle:
+            if self._started or self._stopped:
+                return
+            self._started = True
+            self._started_at = self.clock()
+            self.store = open_overlay(self.config, self.overlay_path)
+            self.engine = SyncEngine(self.store, self.config)
+            mono = time.monotonic()
+            for source in self.config.sources:
+                self.states.append(self._initial_state(source, mono))
+            self._start_observer()
+            self._heartbeat(force=True)
         mode = "polling" if self.poll else "file events + polling"
         self.log.info("daemon started: %d source(s), overlay %s, %s", len(self.states), self.store.path, mode,
                       extra={"event": "start", "sources": [s.name for s in self.states],
@@ -162,36 +168,53 @@ class Daemon:
     def stopping(self) -> bool:
         return self._stop.is_set()
 
-    def stop(self) -> None:
-        """Stop watching and close everything; idempotent, keeps the first error."""
+    def stop(self, timeout: float | None = 60.0) -> None:
+        """Stop and close everything; idempotent, keeps the first error.
+
+        From another thread while `run()` is looping: asks the loop to stop and waits for
+        it, so nothing is closed under a sync in progress. From inside the loop (a hook):
+        only asks.
+        """
         self.request_stop()
-        if self._stopped or not self._started:
-            self._stopped = True
+        loop = self._loop_thread
+        if loop is not None:
+            if loop is not threading.current_thread():
+                self._loop_exited.wait(timeout)
             return
-        self._stopped = True
-        if self.observer is not None:
-            try:
-                self.observer.stop()
-                self.observer.join(timeout=5)
-            except Exception as exc:  # pragma: no cover - observer teardown is best effort
-                self.first_error = self.first_error or exc
-        for state in self.states:
-            self._close_connector(state)
-        if self.store is not None:
-            try:
-                with self.store.transaction():
-                    self._write_checked()
-                    self.store.set_meta("daemon", {**self._daemon_meta(), "stopped_at": self.clock()})
-            except Exception as exc:
-                self.first_error = self.first_error or exc
-            self.store.close()
+        self._shutdown()
+
+    def _shutdown(self) -> None:
+        with self._lifecycle:
+            if self._stopped:
+                return
+            self._stopped = True
+            if not self._started:
+                return
+            if self.observer is not None:
+                try:
+                    self.observer.stop()
+                    self.observer.join(timeout=5)
+                except Exception as exc:  # observer teardown is best effort
+                    self.first_error = self.first_error or exc
+            for state in self.states:
+                self._close_connector(state)
+            if self.store is not None:
+                try:
+                    with self.store.transaction():
+                        self._write_checked()
+                        self.store.set_meta("daemon", {**self._daemon_meta(), "stopped_at": self.clock()})
+                except Exception as exc:
+                    self.first_error = self.first_error or exc
+                self.store.close()
         self.log.info("daemon stopped (%s) after %d tick(s), %d sync(s)", self.stop_reason, self.ticks, self.syncs,
                       extra={"event": "stop", "reason": self.stop_reason, "ticks": self.ticks, "syncs": self.syncs})
 
     def run(self, once: bool = False) -> None:
-        """Tick until stopped (`once`: a single tick syncing every source)."""
-        self.start()
+        """Tick until stopped (`once`: a single tick syncing every source), then shut down."""
+        self._loop_thread = threading.current_thread()
+        self._loop_exited.clear()
         try:
+            self.start()
             while not self._stop.is_set():
                 self.tick(force=once)
                 if once:
@@ -199,7 +222,11 @@ class Daemon:
                     break
                 self._sleep()
         finally:
-            self.stop()
+            self._loop_thread = None
+            try:
+                self._shutdown()
+            finally:
+                self._loop_exited.set()
 
     # -- one pass -----------------------------------------------------------------------
     def tick(self, force: bool = False) -> None:
@@ -274,6 +301,8 @@ class Daemon:
             self.log.info("%s: recovered after %d error(s)", state.name, state.failures,
                           extra={"event": "recovered", "source": state.name, "errors": state.failures})
             state.failures, state.errors_suppressed, state.errors_logged_at = 0, 0, None
+            if self._unwatched:
+                self._watch_new_folders()
 
     def _synced(self, state: _SourceState, kind: str, stats: SyncStats) -> None:
         self.syncs += 1
@@ -405,34 +434,45 @@ class Daemon:
     def _start_observer(self) -> None:
         by_dir: dict[str, dict[str, tuple[str, bool]]] = {}
         for state in self.states:
-            paths = self._watch_paths(state)
-            for i, p in enumerate(paths):
+            for i, p in enumerate(self._watch_paths(state)):
                 by_dir.setdefault(str(p.parent), {})[str(p)] = (state.name, i == 0)
         if not by_dir:
             return
-        from watchdog.events import (FileClosedEvent, FileCreatedEvent, FileDeletedEvent, FileModifiedEvent,
-                                     FileMovedEvent)
-        kinds = [FileModifiedEvent, FileCreatedEvent, FileDeletedEvent, FileMovedEvent, FileClosedEvent]
-        handler = _Handler(self, {path: v for paths in by_dir.values() for path, v in paths.items()})
+        self._handler = _Handler(self, {path: v for paths in by_dir.values() for path, v in paths.items()})
+        self._unwatched = set(by_dir)
         observer = self._make_observer()
-        watched = 0
-        for folder in by_dir:
-            try:
-                observer.schedule(handler, folder, recursive=False, event_filter=kinds)
-                watched += 1
-            except (OSError, FileNotFoundError) as exc:
-                self.log.warning("cannot watch %s (%s); its sources are polled", folder, exc,
-                                 extra={"event": "watch_failed", "folder": folder})
+        self.observer = observer
+        self._watch_new_folders()
         try:
             observer.start()
         except OSError as exc:
+            self.observer = None
             if self.poll:
                 raise
             self.log.warning("file events unavailable (%s); falling back to polling", exc,
                              extra={"event": "watch_failed"})
             self.poll = True
-            return self._start_observer()
-        self.observer = observer
+            self._start_observer()
+
+    def _watch_new_folders(self) -> None:
+        """Watch the folders that exist now (a source's folder may appear after start)."""
+        from watchdog.events import (FileClosedEvent, FileCreatedEvent, FileDeletedEvent, FileModifiedEvent,
+                                     FileMovedEvent)
+        kinds = [FileModifiedEvent, FileCreatedEvent, FileDeletedEvent, FileMovedEvent, FileClosedEvent]
+        if self.observer is None:
+            return
+        for folder in sorted(self._unwatched):
+            if not os.path.isdir(folder):
+                self.log.warning("cannot watch %s (no such folder yet); its sources are polled", folder,
+                                 extra={"event": "watch_failed", "folder": folder})
+                continue
+            try:
+                self.observer.schedule(self._handler, folder, recursive=False, event_filter=kinds)
+            except OSError as exc:
+                self.log.warning("cannot watch %s (%s); its sources are polled", folder, exc,
+                                 extra={"event": "watch_failed", "folder": folder})
+                continue
+            self._unwatched.discard(folder)
 
     def _make_observer(self):
         if self.poll:
