@@ -49,9 +49,19 @@ def open_readonly(path: Path, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> sql
         conn = sqlite3.connect(uri, uri=True, timeout=busy_timeout, check_same_thread=False)
         conn.execute("PRAGMA query_only = 1")
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError as exc:
+        if _is_locked(exc):
+            raise ConnectorError(f"{path}: locked by another connection for more than "
+                                 f"{busy_timeout:g} s ({exc})") from None
+        raise ConnectorError(f"{path}: cannot open ({exc})") from None
     except sqlite3.DatabaseError as exc:
         raise ConnectorError(f"{path}: not a readable SQLite database ({exc})") from None
     return conn
+
+
+def _is_locked(exc: sqlite3.Error) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
 
 
 def list_tables(conn: sqlite3.Connection) -> list[TableInfo]:
@@ -118,12 +128,13 @@ class SqliteConnector(Connector):
         if self.conn is None or inode != self._inode:
             self.close()
             self.open()
+        cur = self._execute("PRAGMA data_version", ())
         try:
-            cur = self.conn.execute("PRAGMA data_version")
             version = cur.fetchall()[0][0]
-            cur.close()
         except sqlite3.DatabaseError as exc:
-            raise ConnectorError(f"{self.source.target}: {exc}") from None
+            raise ConnectorError(f"{self.source.target}: unreadable ({exc})") from None
+        finally:
+            cur.close()
         changed = version != self._data_version
         self._data_version = version
         if changed:
@@ -195,6 +206,9 @@ class SqliteConnector(Connector):
         try:
             return self.conn.execute(sql, params)
         except sqlite3.OperationalError as exc:
+            if _is_locked(exc):
+                raise ConnectorError(f"{self.source.target}: locked by another connection for more than "
+                                     f"{self.busy_timeout:g} s ({exc})") from None
             raise ConnectorError(f"{self.source.target}: {exc}") from None
         except sqlite3.DatabaseError as exc:
             raise ConnectorError(f"{self.source.target}: unreadable ({exc})") from None

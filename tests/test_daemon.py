@@ -108,6 +108,7 @@ def test_a_write_wakes_the_daemon_without_waiting_for_the_poll(tmp_path, log, po
         with sqlite3.connect(db) as w:
             w.execute("INSERT INTO facts VALUES (11, 'moved to Berlin', ?, ?)", ("2026-02-01 00:00:00",) * 2)
         assert wait_for(lambda: overlay_count(tmp_path) == 11), "the -wal event did not wake the daemon"
+        assert wait_for(lambda: log.records.events("sync", "bot")), "logged after the commit"
         last = log.records.events("sync", "bot")[-1]
         assert last.rows_read == 1 and last.changed == 1
     finally:
