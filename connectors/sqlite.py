@@ -7,10 +7,15 @@ statement over what changed.
 
 Incremental reads (the daemon) use a cursor `{"rowid": R, "updated_at": W}`:
 - inserts: `rowid > R` (SQLite hands out rowids in commit order: one writer at a time);
-- updates: `updated_at >= W` when `updated_at` is mapped to a plain column. `>=` re-reads
-  the rows sharing the last value, so two writes in the same clock tick are not lost.
-  Without an index on that column each tick scans the table (measured in
-  benchmarks/bench_daemon.py); `CREATE INDEX … ON t(updated_at)` makes it a seek.
+- updates: `updated_at > W`, or `= W` for rows not already read at W (kept by rowid in
+  the cursor), when `updated_at` is mapped to a plain column: a second write in the
+  same clock tick as the mark is not lost, and rows sharing the mark are not re-read.
+  With an index on that column this is a seek and every read includes it. Without
+  one it is a table scan, so it runs at most every `update_scan_seconds` (the daemon
+  sets it; 0 = every read) and reads in between take inserts by rowid only, leaving
+  the mark alone; `deferred_until` tells the daemon when the deferred scan is due.
+  Measured in benchmarks/bench_daemon.py; `CREATE INDEX … ON t(updated_at)` on the
+  bot's side removes the delay.
 - `has_changes()` asks `PRAGMA data_version` (microseconds, no table read) first, so a
   tick on an unchanged store reads nothing at all.
 Deletions are found apart, by `keys()` (primary keys only) at a lower frequency.
@@ -18,6 +23,7 @@ Deletions are found apart, by `keys()` (primary keys only) at a lower frequency.
 from __future__ import annotations
 
 import sqlite3
+import time
 import urllib.parse
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -93,6 +99,9 @@ class SqliteConnector(Connector):
         self._tables: list[TableInfo] | None = None
         self._inode: int | None = None
         self._data_version: int | None = None
+        self.update_scan_seconds = 0.0          # unindexed updated_at: scan for updates at most this often
+        self.deferred_until: float | None = None  # after read(): when the deferred update scan is due
+        self._indexed: dict[str, bool] = {}
 
     # -- lifecycle ---------------------------------------------------------------------
     def open(self) -> None:
@@ -139,7 +148,24 @@ class SqliteConnector(Connector):
         self._data_version = version
         if changed:
             self._tables = None   # the schema may have moved too
+            self._indexed.clear()
         return changed
+
+    def indexed(self, column: str) -> bool:
+        """Whether a (non-partial) index of the source table starts with `column`."""
+        if self.source.query is not None or not self.source.table:
+            return False
+        if column not in self._indexed:
+            table = self.table_info(self.source.table).name
+            found = False
+            for _, name, _, _, partial in self._execute(
+                    "SELECT seq, name, \"unique\", origin, partial FROM pragma_index_list(?)", (table,)).fetchall():
+                first = self._execute("SELECT name FROM pragma_index_info(?) WHERE seqno = 0", (name,)).fetchall()
+                if not partial and first and first[0][0] == column:
+                    found = True
+                    break
+            self._indexed[column] = found
+        return self._indexed[column]
 
     def describe(self) -> list[TableInfo]:
         if self._tables is None:
@@ -301,16 +327,26 @@ class SqliteConnector(Connector):
         """
         mapping, pks, wanted, use_rowid, watermark = self._plan()
         cursor = dict(cursor or {})
+        self.deferred_until = None
         incremental = bool(cursor) and (
             (use_rowid and cursor.get("rowid") is not None) or (watermark and cursor.get("updated_at") is not None))
         last_rowid = cursor.get("rowid")
+        now = time.time()
+        scan_updates = bool(watermark)
+        if watermark and incremental and use_rowid and cursor.get("updated_at") is not None \
+                and self.update_scan_seconds > 0 and not self.indexed(watermark):
+            due = (cursor.get("scanned_at") or 0) + self.update_scan_seconds
+            if now < due:
+                scan_updates = False          # inserts by rowid only; the mark waits for the scan
+                self.deferred_until = due
         mark = _Mark(cursor if incremental else {}, watermark is not None)
         if watermark and (not incremental or cursor.get("updated_at") is None):
             mark.fix(self._max_of(watermark))   # before the rows: later writes are >= this
             if incremental and use_rowid:
                 cursor.update(mark.as_cursor())  # an old rowid-only cursor gains a mark
         if incremental:
-            stmt, params = self._changed_since(self._select(wanted, use_rowid), cursor, use_rowid, watermark)
+            stmt, params = self._changed_since(self._select(wanted, use_rowid), cursor, use_rowid,
+                                               watermark if scan_updates else None)
             if use_rowid:
                 stmt = stmt.order_by(exp.column("rowid"))
             rows = self.iter_rows(stmt.sql(dialect=self.dialect), params)
@@ -322,14 +358,15 @@ class SqliteConnector(Connector):
             rid = row.get(ROWID)
             if rid is not None and (last_rowid is None or rid > last_rowid):
                 last_rowid = rid
-            if watermark:
+            if scan_updates:
                 mark.see(row.get(watermark), rid)
             rec = self.row_to_record(row, pks, mapping)
             if rec is not None:
                 yield rec
-        self.cursor = {"rowid": last_rowid}
-        if watermark:
-            self.cursor.update(mark.as_cursor())
+        if scan_updates:
+            self.cursor = {"rowid": last_rowid, **mark.as_cursor(), "scanned_at": now}
+        else:
+            self.cursor = {**cursor, "rowid": last_rowid}
 
     def _pages(self, stmt: exp.Select, after: int | None = None) -> Iterator[dict[str, Any]]:
         """`stmt` in rowid order, PAGE_ROWS per statement; each page is fetched whole, so no

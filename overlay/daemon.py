@@ -76,6 +76,7 @@ class _SourceState:
     next_poll: float = 0.0
     next_deletion_scan: float = 0.0
     next_full: float | None = None      # periodic full resync (None: never)
+    next_deferred: float | None = None  # the connector put work off until then (update scan)
     needs_full: bool = False
     changed_since_scan: bool = True     # unknown while we were down: scan once
     failures: int = 0                   # consecutive
@@ -261,6 +262,8 @@ class Daemon:
             return True
         if state.needs_full or (state.next_full is not None and mono >= state.next_full):
             return True
+        if state.next_deferred is not None and mono >= state.next_deferred:
+            return True
         return state.changed_since_scan and mono >= state.next_deletion_scan
 
     def _service(self, state: _SourceState, force: bool = False) -> None:
@@ -274,15 +277,17 @@ class Daemon:
             if state.needs_full or (state.next_full is not None and mono >= state.next_full):
                 connector.has_changes()   # baseline: commits during the full read show up next tick
                 stats = engine.sync(state.source, full=True, connector=connector)
+                self._schedule_deferred(state, connector)
                 self._synced(state, "full", stats)
                 state.needs_full = False
                 state.changed_since_scan = False
                 state.next_deletion_scan = time.monotonic() + self.settings.deletion_scan_seconds
                 if self.settings.full_resync_seconds:
                     state.next_full = time.monotonic() + self.settings.full_resync_seconds
-            elif connector.has_changes():
+            elif connector.has_changes() or (state.next_deferred is not None and mono >= state.next_deferred):
                 state.changed_since_scan = True
                 stats = engine.sync(state.source, full=False, connector=connector)
+                self._schedule_deferred(state, connector)
                 self._synced(state, "sync", stats)
             else:
                 state.checked_at = self.clock()
@@ -303,6 +308,12 @@ class Daemon:
             state.failures, state.errors_suppressed, state.errors_logged_at = 0, 0, None
             if self._unwatched:
                 self._watch_new_folders()
+
+    def _schedule_deferred(self, state: _SourceState, connector: Connector) -> None:
+        """A read that put work off (an unindexed updated_at scan) is redone when it is due,
+        even if nothing else changes by then."""
+        until = getattr(connector, "deferred_until", None)
+        state.next_deferred = None if until is None else time.monotonic() + max(0.0, until - time.time())
 
     def _synced(self, state: _SourceState, kind: str, stats: SyncStats) -> None:
         self.syncs += 1
@@ -398,6 +409,8 @@ class Daemon:
             connector = make_connector(state.source)
             if hasattr(connector, "busy_timeout"):
                 connector.busy_timeout = self.settings.busy_timeout_seconds
+            if hasattr(connector, "update_scan_seconds"):
+                connector.update_scan_seconds = self.settings.update_scan_seconds
             connector.open()
             state.connector = connector
         return state.connector
@@ -497,6 +510,8 @@ class Daemon:
                     candidates.append(st.next_deletion_scan)
                 if st.next_full is not None:
                     candidates.append(st.next_full)
+                if st.next_deferred is not None:
+                    candidates.append(st.next_deferred)
                 deadline = min(deadline, max(min(candidates), st.retry_at))
         timeout = max(0.0, deadline - mono)
         if timeout > 0:

@@ -40,6 +40,7 @@ class DaemonConfig:
     debounce_seconds: float = 0.2          # quiet time after a file event before a sync
     max_delay_seconds: float = 2.0         # a constant stream of writes still syncs this often
     deletion_scan_seconds: float = 300.0   # key-only pass finding rows deleted in the source
+    update_scan_seconds: float = 30.0      # updated_at without an index: scan for updates this often
     rescore_seconds: float = 60.0          # recompute the labels whose time has come
     full_resync_seconds: float = 0.0       # periodic full re-read (0: never; for stores without updated_at)
     backoff_initial_seconds: float = 1.0   # first retry after a source fails
@@ -53,7 +54,7 @@ class DaemonConfig:
 # key -> (minimum, whether the minimum itself is allowed)
 DAEMON_KEYS = {
     "debounce_seconds": (0.0, True), "max_delay_seconds": (0.0, False),
-    "deletion_scan_seconds": (0.0, False), "rescore_seconds": (0.0, False),
+    "deletion_scan_seconds": (0.0, False), "update_scan_seconds": (0.0, True), "rescore_seconds": (0.0, False),
     "full_resync_seconds": (0.0, True), "backoff_initial_seconds": (0.0, False),
     "backoff_max_seconds": (0.0, False), "error_log_seconds": (0.0, True),
     "busy_timeout_seconds": (0.0, True), "heartbeat_seconds": (0.0, False),

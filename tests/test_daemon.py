@@ -117,6 +117,26 @@ def test_a_write_wakes_the_daemon_without_waiting_for_the_poll(tmp_path, log, po
     assert not thread.is_alive()
 
 
+def test_a_deferred_update_scan_runs_without_another_change(tmp_path, log):
+    db = tmp_path / "bot.db"
+    make_db(db)
+    cfg = config(tmp_path, source("bot", db, poll_seconds=3600), update_scan_seconds=3)
+    d = Daemon(cfg, log=log)
+    thread = running(d)
+    try:
+        assert wait_for(lambda: overlay_count(tmp_path) == 10)
+        with sqlite3.connect(db) as w:
+            w.execute("UPDATE facts SET fact = 'edited', updated_at = '2026-03-01 00:00:00' WHERE id = 4")
+        # The event's tick reads nothing (the update scan is not due yet) ...
+        assert wait_for(lambda: log.records.events("sync", "bot"))
+        assert log.records.events("sync", "bot")[0].rows_read == 0
+        # ... and the scan comes when due, with no further write to wake it.
+        assert wait_for(lambda: overlay_count(tmp_path, "text = 'edited'") == 1)
+    finally:
+        d.stop()
+        thread.join(10)
+
+
 def test_labels_decay_while_nothing_changes(tmp_path, log):
     db = tmp_path / "bot.db"
     make_db(db, 20)

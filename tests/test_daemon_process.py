@@ -104,7 +104,7 @@ def make_store(path: Path, n: int = 0, wal: bool = True) -> None:
 def write_config(folder: Path, names: dict[str, str], **daemon) -> Path:
     settings = {"debounce_seconds": 0.05, "max_delay_seconds": 0.3, "deletion_scan_seconds": 1,
                 "rescore_seconds": 5, "heartbeat_seconds": 0.5, "backoff_initial_seconds": 0.2,
-                "backoff_max_seconds": 1, "busy_timeout_seconds": 0.2, **daemon}
+                "backoff_max_seconds": 1, "busy_timeout_seconds": 0.2, "update_scan_seconds": 0.5, **daemon}
     lines = ["[daemon]"] + [f"{k} = {json.dumps(v)}" for k, v in settings.items()]
     for name, file in names.items():
         lines += ["", "[[sources]]", f'name = "{name}"', 'connector = "sqlite"', f'path = "{file}"',

@@ -111,6 +111,40 @@ def test_tick_cost_is_flat_in_table_size(tmp_path):
     assert reads == [2, 2]
 
 
+def test_unindexed_updated_at_defers_the_update_scan_but_not_inserts(rig):
+    """Without an index the updated_at part is a table scan: ticks take inserts by rowid
+    only, and the update scan runs when `update_scan_seconds` says."""
+    r = rig(100_000)
+    r.conn.update_scan_seconds = 3600
+    r.sync(full=True)
+    assert not r.conn.indexed("updated_at")
+    r.writer.execute("UPDATE facts SET fact = 'changed in place', updated_at = '2026-05-01 00:00:00' WHERE id = 9")
+    r.writer.execute("INSERT INTO facts VALUES (100001, 'brand new', ?, ?)", ("2026-05-01 00:00:00",) * 2)
+    stats = r.sync()
+    assert stats.rows_read == 1 and r.facts()["100001"]["text"] == "brand new"
+    assert r.facts()["9"]["text"] == "fact number 9", "the update waits for the scan"
+    assert r.conn.deferred_until is not None
+    r.conn.update_scan_seconds = 0.0                   # the scan is due
+    stats = r.sync()
+    assert r.facts()["9"]["text"] == "changed in place"
+    assert stats.rows_read == 2, "the update, and the row inserted since the last scan"
+    assert r.conn.deferred_until is None
+    assert r.sync().rows_read == 0
+
+
+def test_indexed_updated_at_reads_updates_on_every_tick(rig):
+    r = rig(100_000)
+    r.writer.execute("CREATE INDEX facts_updated ON facts(updated_at)")
+    r.conn.update_scan_seconds = 3600                  # irrelevant with an index
+    r.sync(full=True)
+    assert r.conn.indexed("updated_at")
+    r.writer.execute("UPDATE facts SET fact = 'changed in place', updated_at = '2026-05-01 00:00:00' WHERE id = 9")
+    assert r.conn.has_changes()
+    stats = r.sync()
+    assert stats.rows_read == 1 and r.facts()["9"]["text"] == "changed in place"
+    assert r.conn.deferred_until is None
+
+
 def test_unchanged_store_reads_nothing_and_says_so(rig):
     r = rig(1000)
     r.sync(full=True)
