@@ -282,7 +282,7 @@ class SqliteConnector(Connector):
         mapping, pks, wanted, use_rowid, watermark = self._plan()
         stmt = self._select(wanted, use_rowid)
         stmt, params = self._changed_since(stmt, cursor or {}, use_rowid, watermark)
-        if use_rowid:
+        if use_rowid and not (watermark and (cursor or {}).get("updated_at") is not None):
             stmt = stmt.order_by(exp.column("rowid"))
         return stmt.sql(dialect=self.dialect), params, pks
 
@@ -347,7 +347,9 @@ class SqliteConnector(Connector):
         if incremental:
             stmt, params = self._changed_since(self._select(wanted, use_rowid), cursor, use_rowid,
                                                watermark if scan_updates else None)
-            if use_rowid:
+            # No ORDER BY with the OR: it would make SQLite walk the whole table in rowid
+            # order instead of seeking the rowid range and the updated_at index.
+            if use_rowid and not (scan_updates and cursor.get("updated_at") is not None):
                 stmt = stmt.order_by(exp.column("rowid"))
             rows = self.iter_rows(stmt.sql(dialect=self.dialect), params)
         elif use_rowid:
@@ -439,21 +441,39 @@ class SqliteConnector(Connector):
         return get_path(value, path) if path else value
 
     def row_to_record(self, row: dict, pks: list[str], mapping: dict) -> Record | None:
-        text = self.field(row, mapping, "text")
+        get = row.get
+
+        def field(key: str) -> Any:
+            m = mapping.get(key)
+            if m is None:
+                return None
+            value = get(m[0])
+            return get_path(value, m[1]) if m[1] else value
+
+        text = field("text")
         if isinstance(text, (bytes, bytearray)):
             text = text.decode("utf-8", "replace")
         if text is None or (isinstance(text, str) and not text.strip()):
             return None
-        pk = {p: _pk_text(row.get(p)) for p in pks}
+        pk = {p: _pk_text(get(p)) for p in pks}
         times = {}
+        last_raw = last = None
         for key in TIME_FIELDS:
-            raw = self.field(row, mapping, key)
+            raw = field(key)
+            if raw is None:
+                times[key] = None
+                continue
+            if raw == last_raw and raw.__class__ is last_raw.__class__:
+                times[key] = last       # created_at == updated_at is common: parse once
+                continue
             try:
-                times[key] = parse_timestamp(raw)
+                last = parse_timestamp(raw)
             except ValueError:
                 self.warn(f"{self.table_name} {pk}: {key} {raw!r} is not a timestamp; ignored")
-                times[key] = None
-        count = self.field(row, mapping, "access_count")
+                last = None
+            last_raw = raw
+            times[key] = last
+        count = field("access_count")
         try:
             count = int(count or 0)
         except (TypeError, ValueError):
@@ -461,9 +481,9 @@ class SqliteConnector(Connector):
         return Record(
             source=self.source.name, table=self.table_name, pk=pk,
             text=text if isinstance(text, str) else str(text),
-            subject=_opt_text(self.field(row, mapping, "subject")),
-            key=_opt_text(self.field(row, mapping, "key")),
-            category=_opt_text(self.field(row, mapping, "category")),
+            subject=_opt_text(field("subject")),
+            key=_opt_text(field("key")),
+            category=_opt_text(field("category")),
             access_count=count, **times)
 
 
@@ -494,7 +514,9 @@ class _Mark:
         self.at, self.max_rowid, self.fixed = [], None, True
 
     def see(self, value: Any, rowid: int | None) -> None:
-        if value is None or isinstance(value, (bytes, bytearray, memoryview)):
+        if value is None or (self.fixed and (self.value is None or value != self.value)):
+            return    # a fixed mark only collects the rows sitting exactly at it
+        if isinstance(value, (bytes, bytearray, memoryview)):
             return
         if self.value is None or _order(value) > _order(self.value):
             if self.fixed:

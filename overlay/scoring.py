@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 DAY = 86400.0
 
@@ -62,10 +63,17 @@ def decay_factor(half_life_days: float) -> float:
     return 0.5 ** (1.0 / half_life_days)
 
 
+@lru_cache(maxsize=256)
+def _decay(half_life_days: float) -> tuple[float, float]:
+    """(decay_factor, its log): constants per category, computed once."""
+    d = decay_factor(half_life_days)
+    return d, math.log(d)
+
+
 def freshness(days_since_learned: float, half_life_days: float, access_count: int = 0,
               days_since_access: float | None = None) -> float:
     """The formula above; negative ages (clock skew) count as 0."""
-    d = decay_factor(half_life_days)
+    d = _decay(half_life_days)[0]
     base = d ** max(0.0, days_since_learned)
     boost = math.log1p(max(0, access_count or 0)) * 0.05
     recency = 0.1 * d ** max(0.0, days_since_access) if days_since_access is not None else 0.0
@@ -90,16 +98,21 @@ def days_until_below(threshold: float, days_since_learned: float, half_life_days
     t = log_d((threshold - boost) / (d**a + 0.1 * d**s)). None when the access
     boost alone keeps the fact above the threshold forever.
     """
-    d = decay_factor(half_life_days)
+    d, log_d = _decay(half_life_days)
     boost = math.log1p(max(0, access_count or 0)) * 0.05
-    if threshold - boost <= 0:
-        return None
     decaying = d ** max(0.0, days_since_learned)
     if days_since_access is not None:
         decaying += 0.1 * d ** max(0.0, days_since_access)
+    return _until(threshold, boost, decaying, log_d)
+
+
+def _until(threshold: float, boost: float, decaying: float, log_d: float) -> float | None:
+    """days_until_below's closed form on precomputed parts (score_fact shares them)."""
+    if threshold - boost <= 0:
+        return None
     if decaying + boost < threshold:
         return 0.0
-    return max(0.0, math.log((threshold - boost) / decaying) / math.log(d))
+    return max(0.0, math.log((threshold - boost) / decaying) / log_d)
 
 
 def score_fact(as_of: float, learned_at: float | None, policy: CategoryPolicy,

@@ -28,6 +28,7 @@ from .scoring import DAY, Score, score_fact
 from .store import OverlayStore
 
 BATCH = 2000
+BULK_MIN = 50_000   # a full sync past this many records (and a quarter of the overlay) loads in bulk
 LIVE_STATUSES = ("active", "contradicted")
 
 
@@ -48,15 +49,27 @@ class SyncStats:
 
 
 def content_hash(rec: Record) -> str:
-    """What makes a fact 'changed' (access counters are not content)."""
+    """What makes a fact 'changed' (access counters are not content).
+
+    blake2b over repr(part) + 0x1f for each part, fed in one update (the same digest as
+    one update per piece: hashing is streaming).
+    """
     parts = (rec.text, rec.key, rec.subject, rec.category, rec.created_at, rec.updated_at,
              rec.expires_at, rec.status)
-    return hashlib.blake2b(repr(parts).encode("utf-8", "replace"), digest_size=12).hexdigest()
+    data = "".join([repr(p) + "\x1f" for p in parts]).encode("utf-8", "replace")
+    return hashlib.blake2b(data, digest_size=12).hexdigest()
 
 
 def pk_json(pk: dict[str, str]) -> str:
-    """How a record's key is stored in facts.pk (the deletion pass must match it exactly)."""
-    return json.dumps(pk, sort_keys=False)
+    """How a record's key is stored in facts.pk (the deletion pass must match it exactly):
+    `json.dumps(pk)`, with a fast path giving the same text for the usual string values."""
+    try:
+        return "{" + ", ".join([_enc(k) + ": " + _enc(v) for k, v in pk.items()]) + "}"
+    except TypeError:
+        return json.dumps(pk, sort_keys=False)
+
+
+_enc = json.encoder.encode_basestring_ascii   # what json.dumps uses for str (ensure_ascii)
 
 
 class SyncEngine:
@@ -151,7 +164,7 @@ class SyncEngine:
                 rows_before = connector.rows_read
                 touched, live_delta, replaced = self._ingest(
                     connector.read(cursor), source_id, sync_no, now, as_of, stats,
-                    track=not full, on_progress=on_progress)
+                    track=not full, on_progress=on_progress, bulk=full)
                 if full:
                     stats.deleted = store.mark_unseen_deleted(source_id, sync_no)
                 self._rescore_pending(source_id, as_of)
@@ -224,17 +237,22 @@ class SyncEngine:
         return stats
 
     def _ingest(self, records, source_id: int, sync_no: int, now: float, as_of: float, stats: SyncStats,
-                track: bool, on_progress: Callable[[int], None] | None = None):
+                track: bool, on_progress: Callable[[int], None] | None = None, bulk: bool = False):
         """Upsert records in batches. With `track`, also return the touched fact ids and the
-        change in live facts (index lookups per batch: O(batch), never a recount)."""
+        change in live facts (index lookups per batch: O(batch), never a recount). With
+        `bulk`, a large load drops the read-only indexes and rebuilds them at the end."""
         store = self.store
         touched: list[int] = []
         live_delta = 0
         replaced: list[tuple[str, str, str]] = []
         batch: list[tuple] = []
+        dropped: list[str] | None = None
 
         def flush():
-            nonlocal live_delta
+            nonlocal live_delta, dropped
+            if bulk and dropped is None and stats.records >= BULK_MIN \
+                    and stats.records * 4 >= store.max_fact_id():
+                dropped = store.drop_bulk_indexes()
             if track:
                 pks = list(dict.fromkeys(row[2] for row in batch))
                 before = store.live_count_of(source_id, pks)
@@ -256,6 +274,8 @@ class SyncEngine:
                 flush()
         if batch:
             flush()
+        if dropped:
+            store.create_indexes(dropped)
         return touched, live_delta, replaced
 
     def _count_changed(self, source_id: int, sync_no: int) -> int:
@@ -266,7 +286,8 @@ class SyncEngine:
     def _fact_row(self, rec: Record, source_id: int, sync_no: int, now: float, as_of: float) -> tuple:
         category = self.categorizer.categorize(rec.source, rec.key, rec.text, rec.category)
         rec.category = category
-        s = self.score(category, rec.learned_at if rec.learned_at is not None else now, as_of,
+        learned = rec.learned_at
+        s = self.score(category, learned if learned is not None else now, as_of,
                        rec.access_count, rec.accessed_at, rec.expires_at)
         nxt = self.next_change_at(as_of, s, now) if rec.status in LIVE_STATUSES else None
         return (source_id, rec.table, pk_json(rec.pk), rec.ref, rec.subject, rec.key,

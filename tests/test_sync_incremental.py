@@ -145,6 +145,18 @@ def test_indexed_updated_at_reads_updates_on_every_tick(rig):
     assert r.conn.deferred_until is None
 
 
+def test_incremental_statement_seeks_instead_of_scanning(rig):
+    """With updated_at indexed, the tick's statement uses the rowid range and the index."""
+    r = rig(1000)
+    r.writer.execute("CREATE INDEX facts_updated ON facts(updated_at)")
+    r.sync(full=True)
+    cursor = r.store.cursor_of(r.row()["id"])
+    sql, params, _ = r.conn.build_select(cursor)
+    plan = [row[3] for row in r.conn.conn.execute("EXPLAIN QUERY PLAN " + sql, params)]
+    assert not any(step.startswith("SCAN") for step in plan), plan
+    assert any("facts_updated" in step for step in plan), plan
+
+
 def test_unchanged_store_reads_nothing_and_says_so(rig):
     r = rig(1000)
     r.sync(full=True)
