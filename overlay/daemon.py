@@ -566,14 +566,16 @@ def _is_sqlite_error(exc: BaseException) -> bool:
 
 # -- process entry point -------------------------------------------------------------------
 def run_daemon(config: Config, *, overlay_path: str | None = None, poll: bool = False, once: bool = False,
-               log: logging.Logger | None = None) -> int:
+               log: logging.Logger | None = None, hooks: "list[Callable[[SyncEvent], None]]" = ()) -> int:
     """Run the daemon in this process until a signal; returns the exit code.
 
     SIGTERM/SIGINT stop it after the transaction in progress (exit 0; 130 for SIGINT); a
     second signal exits at once (130 / 143): the overlay rolls the open transaction back
-    and the next start resumes from the last committed cursor.
+    and the next start resumes from the last committed cursor. `once`: one pass, exit 2
+    if any source failed (the others are still synced).
     """
     daemon = Daemon(config, overlay_path=overlay_path, poll=poll, log=log)
+    daemon.after_sync.extend(hooks)
     received: list[int] = []
 
     def on_signal(signum, _frame):
@@ -593,4 +595,6 @@ def run_daemon(config: Config, *, overlay_path: str | None = None, poll: bool = 
             signal.signal(sig, handler)
     if received and received[0] == signal.SIGINT:
         return int(ExitStatus.INTERRUPTED)
+    if once and any(state.failures for state in daemon.states):
+        return int(ExitStatus.BAD_INPUT)   # --once in a cron job: a failed source must show
     return int(ExitStatus.OK)
