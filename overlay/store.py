@@ -397,6 +397,9 @@ class OverlayStore:
         scope = "" if source_id is None else f" AND source_id = {int(source_id)}"
         self.conn.execute(sql + scope)
 
+    def has_contradictions(self) -> bool:
+        return self.conn.execute("SELECT 1 FROM contradictions LIMIT 1").fetchone() is not None
+
     def older_partners(self, fact_ids: Iterable[int]) -> set[int]:
         """Facts that these (newer) facts contradict: their status depends on these."""
         out: set[int] = set()

@@ -302,8 +302,10 @@ class SyncEngine:
         store = self.store
         changed = [r[0] for r in store.conn.execute(
             "SELECT id FROM facts WHERE source_id = ? AND changed_sync = ?", (source_id, sync_no))]
-        partners = store.older_partners(changed) if touched is not None else set()
-        store.clear_contradictions_of(changed)
+        had_any = store.has_contradictions()
+        partners = store.older_partners(changed) if touched is not None and had_any else set()
+        if had_any:
+            store.clear_contradictions_of(changed)
         found = 0
         for older_ref, newer_ref, note in replaced:
             older, newer = store.fact_id(older_ref), store.fact_id(newer_ref)
@@ -314,7 +316,10 @@ class SyncEngine:
             from .detect_changed import detect_changed
             found += detect_changed(store, self.detector, source_id, sync_no, now, stats)
         if touched is None:
-            store.apply_contradiction_status()
+            if store.has_contradictions():
+                store.apply_contradiction_status()
+            else:   # nothing contradicts anything: only stale flags need clearing (no rewrite of every fact)
+                store.conn.execute("UPDATE facts SET status = 'active' WHERE status = 'contradicted'")
         else:
             ids = set(touched) | set(changed) | partners
             store.apply_contradiction_status(fact_ids=sorted(ids | store.older_partners(ids)))

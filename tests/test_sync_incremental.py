@@ -330,3 +330,33 @@ def test_langgraph_store_put_is_seen_incrementally(agent_store, tmp_path):
     finally:
         conn.close()
         store.close()
+
+
+def _contradict(r: Rig, older: str, newer: str) -> None:
+    ids = {json.loads(pk)["id"]: i for i, pk in r.store.conn.execute("SELECT id, pk FROM facts")}
+    with r.store.transaction():
+        r.store.add_contradiction(ids[older], ids[newer], "value", 1.0, "test", None, 0.0)
+        r.store.apply_contradiction_status()
+    assert r.facts()[older]["status"] == "contradicted"
+
+
+def test_incremental_sync_recomputes_the_status_of_facts_a_changed_fact_contradicted(rig):
+    r = rig(100)
+    r.sync(full=True)
+    _contradict(r, "3", "40")
+    _contradict(r, "5", "41")
+    r.writer.execute("UPDATE facts SET fact = 'reworded', updated_at = '2026-08-01 00:00:00' WHERE id = 40")
+    r.sync()
+    facts = r.facts()
+    assert facts["3"]["status"] == "active", "its contradiction went with the newer fact's old content"
+    assert facts["5"]["status"] == "contradicted", "untouched pairs keep their status"
+
+
+def test_deletion_pass_frees_facts_the_deleted_one_contradicted(rig):
+    r = rig(100)
+    r.sync(full=True)
+    _contradict(r, "3", "40")
+    r.writer.execute("DELETE FROM facts WHERE id = 40")
+    r.engine.sync_deletions(r.source, connector=r.conn)
+    facts = r.facts()
+    assert facts["40"]["status"] == "deleted" and facts["3"]["status"] == "active"
