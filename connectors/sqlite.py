@@ -99,6 +99,7 @@ class SqliteConnector(Connector):
         self._tables: list[TableInfo] | None = None
         self._inode: int | None = None
         self._data_version: int | None = None
+        self._schema_version: int | None = None
         self.update_scan_seconds = 0.0          # unindexed updated_at: scan for updates at most this often
         self.deferred_until: float | None = None  # after read(): when the deferred update scan is due
         self._indexed: dict[str, bool] = {}
@@ -111,7 +112,9 @@ class SqliteConnector(Connector):
         self.conn = open_readonly(path, self.busy_timeout)
         self._inode = _inode(path)
         self._data_version = None
+        self._schema_version = None
         self._tables = None
+        self._indexed = {}
 
     def close(self) -> None:
         if self.conn is not None:
@@ -137,19 +140,25 @@ class SqliteConnector(Connector):
         if self.conn is None or inode != self._inode:
             self.close()
             self.open()
-        cur = self._execute("PRAGMA data_version", ())
+        version = self._pragma("data_version")
+        changed = version != self._data_version
+        self._data_version = version
+        if changed:
+            schema = self._pragma("schema_version")
+            if schema != self._schema_version:
+                self._tables = None   # tables, columns or indexes moved: describe again
+                self._indexed.clear()
+                self._schema_version = schema
+        return changed
+
+    def _pragma(self, name: str) -> int:
+        cur = self._execute(f"PRAGMA {name}", ())
         try:
-            version = cur.fetchall()[0][0]
+            return cur.fetchall()[0][0]
         except sqlite3.DatabaseError as exc:
             raise ConnectorError(f"{self.source.target}: unreadable ({exc})") from None
         finally:
             cur.close()
-        changed = version != self._data_version
-        self._data_version = version
-        if changed:
-            self._tables = None   # the schema may have moved too
-            self._indexed.clear()
-        return changed
 
     def indexed(self, column: str) -> bool:
         """Whether a (non-partial) index of the source table starts with `column`."""

@@ -333,6 +333,8 @@ class Daemon:
                          extra=fields)
         for w in stats.warnings[:5]:
             self.log.warning("%s: %s", state.name, w, extra={"event": "warning", "source": state.name})
+        if state.connector is not None:
+            state.connector.warnings.clear()   # a long-lived connector: each warning is told once
         self._hooks(SyncEvent(kind, state.source, stats, self.store, self.engine))
 
     def _failed(self, state: _SourceState, exc: BaseException) -> None:

@@ -154,6 +154,7 @@ class SyncEngine:
         stats = SyncStats(source.name, full=full)
         if own:
             connector.open()
+        warned = len(connector.warnings)
         try:
             store = self.store
             with store.transaction():
@@ -179,7 +180,7 @@ class SyncEngine:
         finally:
             if own:
                 connector.close()
-        stats.warnings = list(connector.warnings)
+        stats.warnings = connector.warnings[warned:]
         stats.seconds = time.monotonic() - started
         return stats
 
@@ -203,6 +204,7 @@ class SyncEngine:
         stats = SyncStats(source.name)
         if own:
             connector.open()
+        warned = len(connector.warnings)
         try:
             with store.transaction():
                 source_id = row["id"]
@@ -232,7 +234,7 @@ class SyncEngine:
             store.drop_source_keys()
             if own:
                 connector.close()
-        stats.warnings = list(connector.warnings)
+        stats.warnings = connector.warnings[warned:]
         stats.seconds = time.monotonic() - started
         return stats
 

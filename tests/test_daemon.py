@@ -287,3 +287,31 @@ def test_status_reports_a_live_daemon_and_small_lag(tmp_path, log):
         d.stop()
         thread.join(10)
     assert source_status(None, str(tmp_path / "overlay.db"))["daemon"]["running"] is False
+
+
+def test_a_row_warning_is_logged_once_not_on_every_sync(tmp_path, log):
+    db = tmp_path / "bot.db"
+    make_db(db)
+    with sqlite3.connect(db) as w:
+        w.execute("INSERT INTO facts VALUES (99, 'odd row', 'sometime last spring', ?)", (T0,))
+    with Daemon(config(tmp_path, source("bot", db)), log=log) as d:
+        d.tick(force=True)
+        for i in range(3):
+            with sqlite3.connect(db) as w:
+                w.execute("INSERT INTO facts VALUES (?, 'fine', ?, ?)", (200 + i, T0, T0))
+            d.tick(force=True)
+    warnings = [r.getMessage() for r in log.records.records if r.levelno == logging.WARNING]
+    assert len([m for m in warnings if "sometime last spring" in m]) == 1, warnings
+
+
+def test_schema_changes_are_seen_by_a_connection_kept_open(tmp_path, log):
+    db = tmp_path / "bot.db"
+    make_db(db)
+    with Daemon(config(tmp_path, source("bot", db)), log=log) as d:
+        d.tick(force=True)
+        connector = d.states[0].connector
+        assert "topic" not in connector.table_info("facts").columns
+        with sqlite3.connect(db) as w:
+            w.execute("ALTER TABLE facts ADD COLUMN topic TEXT")
+        assert connector.has_changes()
+        assert "topic" in connector.table_info("facts").columns
