@@ -73,6 +73,17 @@ class Connector(abc.ABC):
     kind: ClassVar[str] = ""           # sqlite | json | postgres
     description: ClassVar[str] = ""
     preset: ClassVar[str | None] = None  # set on preset subclasses
+    # Write-backs the store itself understands, declared by presets: `do = "expire"` in
+    # [[actions]] writes natural_writebacks["expire"], a {column: value} table like `set`.
+    natural_writebacks: ClassVar[dict[str, dict]] = {}
+    # Format samples for timestamp columns that may be NULL in every row, so a value
+    # written there still takes the store's own format (timeparse.format_like).
+    timestamp_samples: ClassVar[dict[str, str]] = {}
+    # True when row_to_record() turns one row into its Record with nothing else read (the
+    # base mapping). Write-back then re-checks a row by the overlay's content hash; presets
+    # whose records also depend on other rows or files set False and are checked by the
+    # whole row instead (overlay/writeback.py).
+    row_local: ClassVar[bool] = True
 
     def __init__(self, source: SourceConfig):
         self.source = source
@@ -80,6 +91,9 @@ class Connector(abc.ABC):
         self.keys_read = 0             # keys read by deletion passes (keys()), counted apart
         self.warnings: list[str] = []  # per-row problems (bad timestamp...), capped
         self.cursor: dict[str, Any] | None = None  # position after the last read()
+        # Set by read(): True when it yielded every live record although given a cursor
+        # (a rewritten file is re-read whole), so the caller may treat it as a full read.
+        self.read_all = False
 
     def __enter__(self):
         self.open()

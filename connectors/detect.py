@@ -13,6 +13,8 @@ from .presets import Match
 from .registry import available_presets
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+# Heuristic presets: detection writes their mapping out in full instead of naming them.
+GENERIC_PRESETS = ("generic", "generic-json", "generic-postgres")
 
 
 @dataclass
@@ -78,7 +80,7 @@ def source_from_detection(det: Detection, name: str = "store") -> SourceConfig:
     values = dict(best.defaults)
     ids = values.pop("id", [])
     ids = [ids] if isinstance(ids, str) else list(ids)
-    preset = None if best.preset == "generic" else best.preset
+    preset = None if best.preset in GENERIC_PRESETS else best.preset
     cfg = SourceConfig(name=name, connector=det.kind, preset=preset, id=ids, base_dir=Path.cwd(), **values)
     if det.kind == "postgres":
         cfg.dsn = det.target
@@ -99,10 +101,17 @@ def mapping_snippet(det: Detection) -> str:
     where = f'dsn = "{target}"' if det.kind == "postgres" else f'path = "{target}"'
     first = det.tables[0] if det.tables else None
     cols = first.columns if first else []
+    lines = ["# memwatch.toml", "[[sources]]", 'name = "bot"', f'connector = "{det.kind}"', where]
+    if det.kind == "json":
+        lines += [f'records = "{first.name if first else "[*]"}"          # which values are memories',
+                  'text = "<field holding the memory text>"      # fields: ' + ", ".join(cols),
+                  'created_at = "<field holding when it was written>"   # optional for JSON',
+                  '# optional: id, subject, key, updated_at, accessed_at, access_count, category',
+                  '# paths are relative to each record; see docs/json-sources.md']
+        return "\n".join(lines)
     pk = (first.pk[0] if first and first.pk else (cols[0] if cols else "id"))
-    lines = ["# memwatch.toml", "[[sources]]", 'name = "bot"', f'connector = "{det.kind}"', where,
-             f'table = "{first.name if first else "my_table"}"', f'id = "{pk}"',
-             'text = "<column holding the memory text>"      # columns: ' + ", ".join(cols),
-             'created_at = "<column holding when it was written>"',
-             '# optional: subject, key, updated_at, accessed_at, access_count, category, where']
+    lines += [f'table = "{first.name if first else "my_table"}"', f'id = "{pk}"',
+              'text = "<column holding the memory text>"      # columns: ' + ", ".join(cols),
+              'created_at = "<column holding when it was written>"',
+              '# optional: subject, key, updated_at, accessed_at, access_count, category, where']
     return "\n".join(lines)

@@ -31,6 +31,11 @@ BUILTIN_PRESETS = {
     "openai-agents": "memwatch_overlay.connectors.presets.openai_agents:OpenAIAgentsSession",
     "crewai": "memwatch_overlay.connectors.presets.crewai:CrewAILongTermMemory",
     "generic": "memwatch_overlay.connectors.presets.generic:GenericTable",
+    "mcp-memory": "memwatch_overlay.connectors.presets.mcp_memory:McpMemoryGraph",
+    "generic-json": "memwatch_overlay.connectors.presets.generic_json:GenericJson",
+    "generic-postgres": "memwatch_overlay.connectors.presets.generic_postgres:GenericPostgres",
+    "mem0-pgvector": "memwatch_overlay.connectors.presets.mem0_pgvector:Mem0PgVector",
+    "langgraph-postgres": "memwatch_overlay.connectors.presets.langgraph_postgres:LangGraphPostgresStore",
 }
 
 
@@ -91,6 +96,51 @@ def make_connector(source: SourceConfig) -> Connector:
     """The connector (or preset subclass) for one [[sources]] entry."""
     if source.preset:
         cls = preset_class(source.preset)
+        kind = getattr(cls, "kind", "sqlite")
+        if kind != source.connector:
+            fits = [n for n, c in available_presets().items() if getattr(c, "kind", "sqlite") == source.connector]
+            raise ConfigError(f"preset {source.preset!r} reads {kind} stores, but source {source.name!r} has "
+                              f"connector = {source.connector!r} (presets for {source.connector}: "
+                              f"{', '.join(fits) or 'none'})", field="preset")
         source = with_preset_defaults(source, getattr(cls, "defaults", {}))
         return cls(source)
     return connector_class(source.connector)(source)
+
+
+def catalog() -> dict[str, list[dict]]:
+    """Connectors and presets with where each came from (for `memwatch-overlay connectors`).
+
+    Built-ins are imported to read their description (a missing extra is reported,
+    not raised); plugins are listed from their entry-point metadata without loading them.
+    """
+    connectors = []
+    for kind, spec in BUILTIN_CONNECTORS.items():
+        row = {"name": kind, "origin": f"built-in ({spec})", "description": "", "available": True, "note": ""}
+        try:
+            row["description"] = _load(spec).description
+        except ImportError as exc:
+            row["available"], row["note"] = False, _unavailable(exc)
+        connectors.append(row)
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        dist = getattr(ep, "dist", None)
+        origin = f"plugin {dist.name} {dist.version}" if dist is not None else "plugin"
+        connectors.append({"name": ep.name, "origin": f"{origin} ({ep.value})", "description": "",
+                           "available": True, "note": "entry point, loaded when a config names it"})
+    presets = []
+    for name, spec in BUILTIN_PRESETS.items():
+        row = {"name": name, "origin": f"built-in ({spec})", "kind": "", "description": "",
+               "available": True, "note": ""}
+        try:
+            cls = _load(spec)
+            row["kind"] = getattr(cls, "kind", "sqlite")
+            row["description"] = getattr(cls, "description", "")
+        except ImportError as exc:
+            row["available"], row["note"] = False, _unavailable(exc)
+        presets.append(row)
+    return {"connectors": connectors, "presets": presets}
+
+
+def _unavailable(exc: ImportError) -> str:
+    if exc.name and exc.name.split(".")[0] == "psycopg":
+        return "needs psycopg: pip install 'memwatch-overlay[postgres]'"
+    return f"unavailable: {exc}"

@@ -31,17 +31,14 @@ from typing import Any, Iterable, Iterator
 from sqlglot import exp
 
 from ..overlay.errors import ConnectorError
-from ..overlay.timeparse import parse_timestamp
-from ..rules.config import MAPPING_KEYS, SourceConfig
+from ..rules.config import SourceConfig
 from . import sqlguard
-from .base import Connector, Record, TableInfo
-from .paths import get_path, split_column_path
+from .base import Record, TableInfo
+from .tabular import ROWID, TIME_FIELDS, TableConnector, _opt_text, _pk_text  # noqa: F401 (re-exported)
 
 DEFAULT_BUSY_TIMEOUT = 5.0   # seconds a read waits for a writer's lock
 FETCH_BATCH = 1000
 PAGE_ROWS = 10000            # rows per statement when a full read or a key pass pages by rowid
-ROWID = "__mw_rowid__"
-TIME_FIELDS = ("created_at", "updated_at", "accessed_at", "expires_at")
 
 
 def open_readonly(path: Path, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> sqlite3.Connection:
@@ -85,12 +82,14 @@ def list_tables(conn: sqlite3.Connection) -> list[TableInfo]:
     return out
 
 
-class SqliteConnector(Connector):
+class SqliteConnector(TableConnector):
     """A table (or one read-only SELECT) of a SQLite file, mapped by memwatch.toml."""
 
     kind = "sqlite"
     description = "SQLite file: a table or a read-only SELECT, columns mapped in memwatch.toml"
     dialect = "sqlite"
+    # Columns a preset reads beyond the mapping (memlife's superseded_by...); absent ones are skipped.
+    extra_columns: tuple[str, ...] = ()
 
     def __init__(self, source: SourceConfig, busy_timeout: float = DEFAULT_BUSY_TIMEOUT):
         super().__init__(source)
@@ -181,18 +180,7 @@ class SqliteConnector(Connector):
             self._tables = list_tables(self.conn)
         return self._tables
 
-    def table_info(self, name: str) -> TableInfo:
-        for t in self.describe():
-            if t.name == name or t.name.lower() == name.lower():
-                return t
-        seen = ", ".join(t.name for t in self.describe()) or "none"
-        raise ConnectorError(f"{self.source.target}: no table {name!r} (tables: {seen})")
-
     # -- reading -----------------------------------------------------------------------
-    @property
-    def table_name(self) -> str:
-        return self.source.table or "query"
-
     def query_columns(self) -> list[str]:
         """Columns the mapping may name: the table's, or the query's result columns."""
         if self.source.query is not None:
@@ -205,37 +193,6 @@ class SqliteConnector(Connector):
         if not self.source.table:
             raise ConnectorError(f"source {self.source.name!r}: give `table` or `query` in its [[sources]] entry")
         return self.table_info(self.source.table).columns
-
-    def pk_columns(self, columns: list[str]) -> list[str]:
-        if self.source.id:
-            return self.source.id
-        if self.source.table:
-            info = self.table_info(self.source.table)
-            if info.pk:
-                return info.pk
-            if info.rowid:
-                return [ROWID]
-        raise ConnectorError(f"source {self.source.name!r}: set `id` (the primary-key column(s))")
-
-    def mapping(self, columns: list[str]) -> dict[str, tuple[str, list]]:
-        """mapping key -> (column, json path), checked against the real columns."""
-        out = {}
-        if not self.source.text:
-            raise ConnectorError(f"source {self.source.name!r}: `text` (the memory's column) is not mapped")
-        for key in MAPPING_KEYS:
-            value = getattr(self.source, key)
-            if value is None:
-                continue
-            try:
-                col, path = split_column_path(value, columns)
-            except ValueError as exc:
-                raise ConnectorError(f"source {self.source.name!r}: {key} = {value!r}: {exc}") from None
-            if col not in columns:
-                raise ConnectorError(
-                    f"source {self.source.name!r}: {key} = {value!r}: no column {col!r} in "
-                    f"{self.table_name} (columns: {', '.join(columns)})")
-            out[key] = (col, path)
-        return out
 
     def _execute(self, sql: str, params: tuple) -> sqlite3.Cursor:
         try:
@@ -267,12 +224,14 @@ class SqliteConnector(Connector):
             cur.close()
 
     def _plan(self) -> tuple[dict, list[str], list[str], bool, str | None]:
-        """mapping, pk columns, selected columns, whether rowid is usable, watermark column."""
+        """mapping, pk columns, selected columns (with `extra_columns`), whether rowid is
+        usable, and the updated_at column usable as a mark (a plain column, no JSON path)."""
         columns = self.query_columns()
         mapping = self.mapping(columns)
         pks = self.pk_columns(columns)
         wanted = []
-        for col in [*(p for p in pks if p != ROWID), *(c for c, _ in mapping.values())]:
+        extra_cols = [c for c in self.extra_columns if c in columns]
+        for col in [*(p for p in pks if p != ROWID), *(c for c, _ in mapping.values()), *extra_cols]:
             if col not in wanted:
                 wanted.append(col)
         use_rowid = self.source.query is None and self.table_info(self.source.table).rowid
@@ -285,6 +244,14 @@ class SqliteConnector(Connector):
         extra = [sqlguard.sqlglot_rowid()] if use_rowid else []
         return sqlguard.select_rows(self.source.table, self.source.query, wanted, self.dialect,
                                     where=self.source.where, extra=extra)
+
+    def base_select(self) -> tuple[exp.Select, list[str], bool]:
+        """The mapped columns (plus `extra_columns`), without a cursor filter or order.
+
+        Returns the statement, the pk columns and whether rowid is selected as ROWID.
+        """
+        _, pks, wanted, use_rowid, _ = self._plan()
+        return self._select(wanted, use_rowid), pks, use_rowid
 
     def build_select(self, cursor: dict | None) -> tuple[str, tuple, list[str]]:
         """The incremental statement for `cursor` (the whole table when None)."""
@@ -441,61 +408,6 @@ class SqliteConnector(Connector):
                 if rec is not None:
                     yield rec
 
-    # -- row -> Record -------------------------------------------------------------------
-    def field(self, row: dict, mapping: dict, key: str) -> Any:
-        if key not in mapping:
-            return None
-        col, path = mapping[key]
-        value = row.get(col)
-        return get_path(value, path) if path else value
-
-    def row_to_record(self, row: dict, pks: list[str], mapping: dict) -> Record | None:
-        get = row.get
-
-        def field(key: str) -> Any:
-            m = mapping.get(key)
-            if m is None:
-                return None
-            value = get(m[0])
-            return get_path(value, m[1]) if m[1] else value
-
-        text = field("text")
-        if isinstance(text, (bytes, bytearray)):
-            text = text.decode("utf-8", "replace")
-        if text is None or (isinstance(text, str) and not text.strip()):
-            return None
-        pk = {p: _pk_text(get(p)) for p in pks}
-        times = {}
-        last_raw = last = None
-        for key in TIME_FIELDS:
-            raw = field(key)
-            if raw is None:
-                times[key] = None
-                continue
-            if raw == last_raw and raw.__class__ is last_raw.__class__:
-                times[key] = last       # created_at == updated_at is common: parse once
-                continue
-            try:
-                last = parse_timestamp(raw)
-            except ValueError:
-                self.warn(f"{self.table_name} {pk}: {key} {raw!r} is not a timestamp; ignored")
-                last = None
-            last_raw = raw
-            times[key] = last
-        count = field("access_count")
-        try:
-            count = int(count or 0)
-        except (TypeError, ValueError):
-            count = 0
-        return Record(
-            source=self.source.name, table=self.table_name, pk=pk,
-            text=text if isinstance(text, str) else str(text),
-            subject=_opt_text(field("subject")),
-            key=_opt_text(field("key")),
-            category=_opt_text(field("category")),
-            access_count=count, **times)
-
-
 def _inode(path: Path | None) -> int | None:
     try:
         return path.stat().st_ino if path is not None else None
@@ -559,18 +471,3 @@ def _order(value: Any) -> tuple:
     if isinstance(value, str):
         return (2, value)
     return (3, bytes(value))
-
-
-def _pk_text(value: Any) -> str:
-    if isinstance(value, (bytes, bytearray)):
-        return bytes(value).decode("utf-8", "replace")
-    return "" if value is None else str(value)
-
-
-def _opt_text(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, (bytes, bytearray)):
-        value = bytes(value).decode("utf-8", "replace")
-    value = str(value) if not isinstance(value, str) else value
-    return value or None

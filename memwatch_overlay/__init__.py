@@ -1,3 +1,19 @@
-"""memwatch-overlay: freshness, expiry and contradiction tracking beside an agent's memory store."""
+"""memwatch-overlay: freshness, expiry and contradiction tracking beside an agent's memory store.
+
+    from memwatch_overlay import MemWatch, TTLConfig
+
+The API is imported on first use, so the command line does not pay for it.
+"""
 
 __version__ = "0.1.0"
+__all__ = ["MemWatch", "TTLConfig", "Memory", "CheckResult", "SuggestedUpdate"]
+
+
+def __getattr__(name):
+    if name in ("MemWatch", "TTLConfig", "Memory"):
+        from .overlay import api
+        return getattr(api, name)
+    if name in ("CheckResult", "SuggestedUpdate"):
+        from .overlay import check
+        return getattr(check, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

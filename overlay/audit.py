@@ -12,10 +12,11 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ..connectors.detect import detect, source_from_detection
+from ..connectors.detect import GENERIC_PRESETS, detect, source_from_detection
 from ..rules.config import Config, SourceConfig
 from . import gate
 from .errors import ConfigError
+from .redact import redact_dsn
 from .store import OverlayStore
 from .sync import SyncEngine, SyncStats
 from .timeparse import to_iso
@@ -29,8 +30,8 @@ def resolve_sources(target: str | None, config: Config | None, source_name: str 
     if config is None:
         if not target:
             raise ConfigError("give a TARGET (store file or postgresql:// DSN) or --config", field="TARGET")
-        source = source_from_detection(detect(target), name=_zero_config_name(target, overlay))
-        return Config(), [source]
+        det = detect(target)
+        return Config(), [source_from_detection(det, name=_zero_config_name(target, overlay, det))]
     if target is None:
         if not config.sources:
             raise ConfigError("the config has no [[sources]]; add one or give a TARGET", field="sources",
@@ -42,8 +43,8 @@ def resolve_sources(target: str | None, config: Config | None, source_name: str 
     elif len(config.sources) == 1:
         source = config.sources[0]
     elif not config.sources:
-        source = source_from_detection(detect(target), name=_zero_config_name(target, overlay))
-        return config, [source]
+        det = detect(target)
+        return config, [source_from_detection(det, name=_zero_config_name(target, overlay, det))]
     else:
         raise ConfigError("the config has several sources; name one with --source", field="--source")
     if target.startswith(("postgresql://", "postgres://")):
@@ -53,17 +54,23 @@ def resolve_sources(target: str | None, config: Config | None, source_name: str 
     return config, [source]
 
 
-def _zero_config_name(target: str, overlay: OverlayStore | None) -> str:
-    """A stable source name for a detected store: its file stem, made unique per path."""
-    if target.startswith(("postgresql://", "postgres://")):
-        stem = target.rsplit("/", 1)[-1].split("?")[0] or "postgres"
-        return stem
-    path = Path(target).resolve()
-    name = path.stem
+def _zero_config_name(target: str, overlay: OverlayStore | None, det=None) -> str:
+    """A stable source name for a detected store: the preset's name (`mem0`, `langgraph`)
+    or the file stem, suffixed with a short hash of the target when another store already
+    uses that name in this overlay (three memlife files stay three sources)."""
+    is_dsn = target.startswith(("postgresql://", "postgres://"))
+    best = det.matches[0].preset if det is not None and det.matches else "generic"
+    if best not in GENERIC_PRESETS:
+        name = best
+    elif is_dsn:
+        name = target.rsplit("/", 1)[-1].split("?")[0] or "postgres"
+    else:
+        name = Path(target).stem
+    identity = redact_dsn(target) if is_dsn else str(Path(target).resolve())
     if overlay is not None:
         row = overlay.source_row(name)
-        if row is not None and row["target"] != str(path):
-            name = f"{name}-{hashlib.blake2b(str(path).encode(), digest_size=3).hexdigest()}"
+        if row is not None and row["target"] != identity:
+            name = f"{name}-{hashlib.blake2b(identity.encode(), digest_size=3).hexdigest()}"
     return name
 
 
@@ -80,6 +87,7 @@ class AuditResult:
     stats: list[SyncStats]
     summary: dict = dataclasses.field(default_factory=dict)
     violations: list[gate.Violation] = dataclasses.field(default_factory=list)
+    scoped_thresholds: dict = dataclasses.field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -92,6 +100,7 @@ class AuditResult:
         return {"version": REPORT_VERSION, "as_of": to_iso(self.as_of), "passed": self.passed,
                 "summary": self.summary, "thresholds": self.thresholds,
                 "violations": [v.message for v in self.violations],
+                **({"scoped_thresholds": self.scoped_thresholds} if self.scoped_thresholds else {}),
                 "sources": [{"name": s.name, "connector": s.connector, "preset": s.preset,
                              "target": s.target} for s in self.sources]}
 
@@ -115,9 +124,10 @@ def fact_dict(row) -> dict:
         "age_days": row["age_days"], "freshness": row["freshness"], "label": row["label"],
         "days_left": row["days_left"], "days_until_expired": row["days_until_expired"],
         "expires_at": to_iso(row["expires_at"]), "expired_by": row["expired_by"],
-        "status": row["status"],
+        "confidence": row["confidence"], "status": row["status"],
         "contradicted_by": row["contradicted_by"].split("\x1f") if row["contradicted_by"] else [],
         "first_seen": to_iso(row["first_seen"]),
+        "annotations": json.loads(row["annotations"]) if row["annotations"] else [],
     }
 
 
@@ -132,6 +142,10 @@ def judge(result: AuditResult, config: Config) -> None:
     """Fill the summary and the gate's violations (overall, per category, per source)."""
     result.summary = result.store.summary(result.source_ids)
     result.violations = gate.evaluate(result.summary, result.thresholds)
+    scoped = result.scoped_thresholds = gate.scoped_thresholds(config.ci)
+    if scoped:
+        groups = {table: result.by(gate.SCOPES[table]) for table in scoped}
+        result.violations += gate.evaluate_scoped(scoped, groups)
 
 
 def audit(target: str | None = None, config: Config | None = None, *, as_of: float | None = None,
@@ -148,6 +162,9 @@ def audit(target: str | None = None, config: Config | None = None, *, as_of: flo
     store = open_overlay(config, overlay_path)
     try:
         cfg, sources = resolve_sources(target, config, source_name, store)
+        if detector is None:
+            from .detect_changed import make_detector
+            detector = make_detector(cfg)
         engine = SyncEngine(store, cfg, detector=detector)
         stats = []
         for source in sources:

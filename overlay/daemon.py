@@ -16,8 +16,10 @@ Why it is shaped this way:
 - A failing source (gone, locked, corrupt, unreachable) is retried with capped
   exponential backoff and logged at most once per `error_log_seconds`, with a
   "recovered after N errors" line; the other sources keep going.
-- The daemon never writes to a source. Write-back (issue: `apply = true` sources) hooks
-  in through `after_sync`: callables given a `SyncEvent` after every committed sync.
+- The daemon itself never writes to a source. Consumers hook in through `after_sync`
+  (callables given a `SyncEvent` after every committed change); `run_daemon` adds
+  write-back's hook when the config has [[actions]], which writes only to sources with
+  `apply = true`.
 
 Example:
     with Daemon(load_config("memwatch.toml")) as d:
@@ -55,7 +57,8 @@ MAX_SLEEP = 30.0                  # the loop wakes at least this often (stop fla
 class SyncEvent:
     """What `after_sync` hooks receive after a committed change to the overlay.
 
-    kind: "full" | "sync" | "deletions" | "rescore" (source None for rescore).
+    kind: "start" (once per source and run, at its first good service) | "full" | "sync" |
+    "deletions" | "rescore"; `source` is None for rescore (every source).
     """
 
     kind: str
@@ -84,6 +87,7 @@ class _SourceState:
     errors_suppressed: int = 0
     retry_at: float = 0.0
     checked_at: float | None = None     # wall time of the last check that found the overlay current
+    announced: bool = False             # the "start" event went to the hooks
 
     @property
     def name(self) -> str:
@@ -147,7 +151,8 @@ class Daemon:
             self._started = True
             self._started_at = self.clock()
             self.store = open_overlay(self.config, self.overlay_path)
-            self.engine = SyncEngine(self.store, self.config)
+            from .detect_changed import make_detector   # contradictions, as audit finds them
+            self.engine = SyncEngine(self.store, self.config, detector=make_detector(self.config))
             mono = time.monotonic()
             for source in self.config.sources:
                 self.states.append(self._initial_state(source, mono))
@@ -302,6 +307,12 @@ class Daemon:
         except Exception as exc:  # one source's trouble must not stop the others
             self._failed(state, exc)
             return
+        if not state.announced:
+            # Consumers look at each source whole once per run, at its first good service
+            # (write-back applies what an earlier run held, e.g. after `apply = true` was
+            # switched on); later only at what changed.
+            state.announced = True
+            self._hooks(SyncEvent("start", state.source, None, self.store, self.engine))
         if state.failures:
             self.log.info("%s: recovered after %d error(s)", state.name, state.failures,
                           extra={"event": "recovered", "source": state.name, "errors": state.failures})
@@ -384,7 +395,8 @@ class Daemon:
             except Exception as exc:
                 name = getattr(hook, "__qualname__", repr(hook))
                 self.log.error("after_sync hook %s failed: %s", name, exc,
-                               extra={"event": "hook_error", "hook": name, "error": str(exc)}, exc_info=exc)
+                               extra={"event": "hook_error", "hook": name, "error": str(exc)},
+                               exc_info=None if isinstance(exc, MemwatchError) else exc)
 
     # -- sources ------------------------------------------------------------------------
     def _initial_state(self, source: SourceConfig, mono: float) -> _SourceState:
@@ -577,6 +589,10 @@ def run_daemon(config: Config, *, overlay_path: str | None = None, poll: bool = 
     if any source failed (the others are still synced).
     """
     daemon = Daemon(config, overlay_path=overlay_path, poll=poll, log=log)
+    if config.actions:
+        # [[actions]]: annotations every sync; writes to a source only with `apply = true`.
+        from .writeback import writeback_hook
+        daemon.after_sync.append(writeback_hook(config))
     daemon.after_sync.extend(hooks)
     received: list[int] = []
 

@@ -1,9 +1,16 @@
-"""The CI gate: thresholds from [ci] and flags, checked against an audit's summary."""
+"""The CI gate: thresholds from [ci] and flags, checked against an audit's summary.
+
+Scopes are checked independently: the top-level [ci] limits (overridden by flags)
+against the whole audit; each ``[ci.categories.NAME]`` table against that category's
+facts only, and each ``[ci.sources.NAME]`` table against that source's facts only.
+A scoped table holds only the limits it checks; it does not inherit the top-level ones.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 THRESHOLD_KEYS = ("max_stale_ratio", "max_stale", "max_contradictions", "min_avg_freshness")
+SCOPES = {"categories": "category", "sources": "source"}   # [ci.<table>] -> scope word
 
 
 @dataclass(frozen=True)
@@ -51,4 +58,31 @@ def evaluate(summary: dict, thresholds: dict, scope: str = "") -> list[Violation
     if ("min_avg_freshness" in thresholds and total
             and summary.get("avg_freshness", 0.0) < thresholds["min_avg_freshness"]):
         out.append(Violation("min_avg_freshness", summary["avg_freshness"], thresholds["min_avg_freshness"], scope))
+    return out
+
+
+def scoped_thresholds(ci: dict) -> dict[str, dict[str, dict]]:
+    """{"categories": {name: limits}, "sources": {name: limits}} from [ci]; empty tables dropped."""
+    out = {}
+    for table in SCOPES:
+        named = {name: {k: v for k, v in (limits or {}).items() if k in THRESHOLD_KEYS}
+                 for name, limits in (ci.get(table) or {}).items()}
+        named = {name: limits for name, limits in named.items() if limits}
+        if named:
+            out[table] = named
+    return out
+
+
+def evaluate_scoped(scoped: dict, by_table: dict[str, dict[str, dict]]) -> list[Violation]:
+    """Violations of each scoped table: `by_table["categories"]` maps a category to its summary.
+
+    A category or source with no facts in this audit has nothing to violate.
+    """
+    out = []
+    for table, named in scoped.items():
+        summaries = by_table.get(table) or {}
+        for name, limits in sorted(named.items()):
+            summary = summaries.get(name)
+            if summary:
+                out.extend(evaluate(summary, limits, scope=f"{SCOPES[table]} {name}"))
     return out

@@ -1,4 +1,4 @@
-"""Overlay-only commands: stats, status, forget, refresh. None of them reads a source."""
+"""Overlay-only commands: stats, status, forget, refresh, gc. None of them reads a source."""
 from __future__ import annotations
 
 import json
@@ -9,6 +9,7 @@ import time
 from ..rules.config import Config
 from .audit import open_overlay
 from .errors import ConfigError
+from .scoring import DAY
 from .timeparse import to_iso
 
 
@@ -62,7 +63,23 @@ def daemon_status(meta: dict | None, now: float) -> dict:
             "stopped_at": to_iso(meta.get("stopped_at"))}
 
 
-def forget(config: Config | None, overlay_path: str | None, refs: list[str], source_name: str | None) -> int:
+def resolve_refs(store, refs: list[str], subject: str | None = None) -> list[str]:
+    """Refs as given, or native keys (`employer`) turned into refs; unknown ones are an error."""
+    from .native import resolve_ref
+    out = []
+    for given in refs:
+        ref = resolve_ref(store, given, subject)
+        if ref is None:
+            raise ConfigError(f"no fact {given!r} in the overlay (give a REF such as bot:agent_facts:42 "
+                              "or a key added with `memwatch-overlay add`)", field="REF")
+        out.append(ref)
+    return out
+
+
+def forget(config: Config | None, overlay_path: str | None, refs: list[str], source_name: str | None,
+           subject: str | None = None) -> int:
+    """Hide source facts from reports (status `forgotten`); erase native facts (the overlay is their store)."""
+    from .native import forget_native, is_native
     if not refs and not source_name:
         raise ConfigError("name facts (REF …) or --source", field="REF")
     with open_overlay(config, overlay_path) as store:
@@ -73,17 +90,38 @@ def forget(config: Config | None, overlay_path: str | None, refs: list[str], sou
                     raise ConfigError(f"no source {source_name!r} in the overlay", field="--source")
                 n = store.set_status(None, "forgotten", row["id"])
             else:
-                n = store.set_status(refs, "forgotten")
+                resolved = resolve_refs(store, refs, subject)
+                n = forget_native(store, [r for r in resolved if is_native(r)])
+                others = [r for r in resolved if not is_native(r)]
+                if others:
+                    n += store.set_status(others, "forgotten")
             store.apply_contradiction_status()
         return n
 
 
-def refresh(config: Config | None, overlay_path: str | None, refs: list[str], now: float | None = None) -> int:
+def refresh(config: Config | None, overlay_path: str | None, refs: list[str], now: float | None = None,
+            subject: str | None = None) -> int:
+    """Mark facts (refs or native keys) re-confirmed at `now`: freshness and confidence restart."""
     with open_overlay(config, overlay_path) as store:
         with store.transaction():
-            n = store.mark_refreshed(refs, time.time() if now is None else now)
-        if n < len(refs):
-            missing = [r for r in refs if store.fact_id(r) is None]
-            if missing:
-                raise ConfigError(f"no fact {missing[0]!r} in the overlay", field="REF")
-        return n
+            return store.mark_refreshed(resolve_refs(store, refs, subject), time.time() if now is None else now)
+
+
+def gc(config: Config | None, overlay_path: str | None, retention_days: float | None = None,
+       now: float | None = None) -> dict:
+    """Prune overlay rows of facts deleted in their source more than `retention_days` ago.
+
+    The default period is [lifecycle] gc_retention_days (30). A deleted fact's last
+    sighting (`last_seen`, the last sync that read it) stands for its deletion time.
+    """
+    cfg = config or Config()
+    days = cfg.gc_retention_days if retention_days is None else retention_days
+    if days < 0:
+        raise ConfigError(f"must be >= 0, not {days}", field="--retention-days")
+    now = time.time() if now is None else now
+    with open_overlay(config, overlay_path) as store:
+        with store.transaction():
+            facts, contradictions = store.prune_deleted(now - days * DAY)
+            store.apply_contradiction_status()
+        return {"overlay": str(store.path), "retention_days": days, "facts_pruned": facts,
+                "contradictions_pruned": contradictions}

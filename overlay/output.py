@@ -30,6 +30,15 @@ def write_json(result, out: IO[str]) -> None:
     out.write("\n]}\n")
 
 
+def _time_left(fact: dict) -> str:
+    """Fresh facts: time until they stop being fresh; older ones: until they expire."""
+    if fact["label"] == "fresh":
+        return _fmt_days(fact["days_left"])
+    if fact["label"] == "expired":
+        return "-"
+    return _fmt_days(fact["days_until_expired"]) + " to exp."
+
+
 def _fmt_days(value) -> str:
     if value is None:
         return "never"
@@ -71,9 +80,38 @@ def render_table(result, console: Console, limit: int = MAX_TABLE_ROWS) -> None:
         table.add_row(fact["subject"] or "", text, fact["category"],
                       f"{fact['freshness']:.2f}",
                       f"[{style}]{fact['label']}[/]" + ("" if fact["status"] == "active" else f" ({fact['status']})"),
-                      _fmt_days(fact["days_left"]))
+                      _time_left(fact))
         shown += 1
     console.print(table)
     remaining = s["total"] + s.get("deleted", 0) - shown
     if remaining > 0:
         console.print(f"… {remaining} more (use --format json for all)")
+
+
+def render_check(result, applied: list[str], console: Console) -> None:
+    """`check`: the seed's summary line, then the suggestions and the stale memories."""
+    console.print(result.summary)
+    for update in result.suggested_updates:
+        done = " [green](applied)[/]" if update.ref in applied else ""
+        console.print(f"  {update}  [dim]{update.ref}, confidence {update.confidence:.2f}[/]{done}",
+                      highlight=False)
+    for fact in result.stale_memories:
+        console.print(f"  stale: {fact['key'] or fact['ref']}: {fact['text']} "
+                      f"({fact['label']}, freshness {fact['freshness']:.2f})", highlight=False)
+
+
+def render_search(hits, console: Console) -> None:
+    if not hits:
+        console.print("no matching facts")
+        return
+    table = Table(header_style="bold")
+    for col, kw in (("score", {"justify": "right"}), ("ref", {"max_width": 30}), ("memory", {"min_width": 20}),
+                    ("freshness", {"justify": "right"}), ("confidence", {"justify": "right"}), ("label", {})):
+        table.add_column(col, overflow="ellipsis", **kw)
+    for h in hits:
+        f = h.fact
+        style = LABEL_STYLES.get(f["label"], "")
+        table.add_row(f"{h.score:.3f}", f["ref"], f"{f['key']}: {f['text']}" if f["key"] else f["text"],
+                      f"{f['freshness']:.2f}", f"{(f['confidence'] if f['confidence'] is not None else 1):.2f}",
+                      f"[{style}]{f['label']}[/]")
+    console.print(table)

@@ -8,7 +8,22 @@
 
 Labels: fresh >= 0.8, aging >= 0.5, stale >= 0.3, expired below (configurable).
 A category's `ttl_days`, or an expiry the store itself records, makes a fact
-`expired` whatever its score. Everything here is a pure function of its inputs.
+`expired` whatever its score.
+
+Confidence (the memlife lifecycle) is a second figure beside freshness: how much a fact
+that nobody re-confirms should still be believed. It erodes from the last confirmation
+(a `refresh`, or the same value added again through the API) or, for a fact never
+re-confirmed, from when it was learned; each confirmation also lifts its starting point
+half-way to the ceiling:
+
+    start      = initial + (0.99 - initial) * (1 - 0.5 ** confirmations)
+    confidence = max(floor, start * 0.5 ** (days_since_confirmed / confidence_half_life_days))
+
+Defaults: initial 0.9, floor 0.1, half-life 365 days, ceiling 0.99 (never certainty).
+Unlike freshness it never drops below the floor and ignores access counts: being read
+often is not evidence that a fact is still true.
+
+Everything here is a pure function of its inputs.
 """
 from __future__ import annotations
 
@@ -30,6 +45,10 @@ DEFAULT_HALF_LIVES = {
     "general": 365,
 }
 DEFAULT_CATEGORY = "general"
+CONFIDENCE_CEILING = 0.99
+DEFAULT_CONFIDENCE_INITIAL = 0.9
+DEFAULT_CONFIDENCE_FLOOR = 0.1
+DEFAULT_CONFIDENCE_HALF_LIFE = 365.0
 LABELS = ("fresh", "aging", "stale", "expired")
 
 
@@ -47,6 +66,22 @@ class CategoryPolicy:
 
 
 @dataclass(frozen=True)
+class ConfidencePolicy:
+    """[lifecycle] settings of memwatch.toml: how confidence erodes (see the module doc)."""
+
+    half_life_days: float = DEFAULT_CONFIDENCE_HALF_LIFE
+    floor: float = DEFAULT_CONFIDENCE_FLOOR
+    initial: float = DEFAULT_CONFIDENCE_INITIAL
+
+    def confidence(self, as_of: float, confirmed_at: float | None, confirmations: int = 0) -> float:
+        """Confidence at `as_of` of a fact last confirmed (or learned) at `confirmed_at`."""
+        days = max(0.0, (as_of - confirmed_at) / DAY) if confirmed_at is not None else 0.0
+        start = self.initial + (CONFIDENCE_CEILING - self.initial) * (1.0 - 0.5 ** max(0, confirmations or 0))
+        start = min(CONFIDENCE_CEILING, start)
+        return round(max(self.floor, start * 0.5 ** (days / self.half_life_days)), 6)
+
+
+@dataclass(frozen=True)
 class Score:
     freshness: float
     label: str
@@ -54,6 +89,7 @@ class Score:
     days_left: float | None          # until the label drops below fresh (None: never)
     days_until_expired: float | None  # until the label becomes expired (None: never)
     expired_by: str | None = None    # "ttl" | "source" when a hard expiry decided the label
+    confidence: float | None = None  # ConfidencePolicy.confidence, filled by the sync engine
     # Days until the label next changes with nothing else changing (None: never). Unrounded
     # and never late: the daemon rescores a fact only once this much time has passed.
     next_change_days: float | None = None
@@ -162,4 +198,4 @@ def score_fact(as_of: float, learned_at: float | None, policy: CategoryPolicy,
     return Score(round(value, 6), label, round(age, 6),
                  None if days_left is None else round(days_left, 3),
                  None if until_expired is None else round(until_expired, 3), expired_by,
-                 next_change)
+                 next_change_days=next_change)

@@ -92,7 +92,55 @@ MIGRATIONS: list[str] = [
         summary_json TEXT NOT NULL
     );
     """,
-    # v2: the daemon. `next_change` is the epoch at which a live fact's label next changes
+    # v2: embedding vectors of facts, stamped with the model that made them (semantic layer)
+    """
+    CREATE TABLE fact_vectors (
+        fact_id INTEGER PRIMARY KEY REFERENCES facts(id) ON DELETE CASCADE,
+        model TEXT NOT NULL,
+        dim INTEGER NOT NULL,
+        text_hash TEXT NOT NULL,
+        vector BLOB NOT NULL
+    );
+    CREATE INDEX fact_vectors_model ON fact_vectors(model);
+    """,
+    # v3 (lifecycle): confidence erosion. `confidence` is scored like freshness (see
+    # overlay.scoring); `confirmations` counts re-confirmations (refresh, same value re-added).
+    """
+    ALTER TABLE facts ADD COLUMN confidence REAL;
+    ALTER TABLE facts ADD COLUMN confirmations INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX facts_gc ON facts(status, last_seen);
+    """,
+    # v4: write-back actions (overlay/actionlog.py): one row per applied action, with the
+    # whole-row before/after images (typed) that undo restores from.
+    """
+    CREATE TABLE actions (
+        id INTEGER PRIMARY KEY,
+        run_id TEXT NOT NULL,            -- one apply: every action of a `plan --apply`
+        run_at REAL NOT NULL,
+        source TEXT NOT NULL,
+        tbl TEXT NOT NULL,
+        ref TEXT NOT NULL,
+        pk TEXT NOT NULL,                -- JSON: the overlay's text pk
+        kind TEXT NOT NULL,              -- annotate | set | delete
+        action_index INTEGER,            -- position in [[actions]]
+        spec TEXT NOT NULL,              -- JSON of the [[actions]] entry that asked for it
+        label TEXT,
+        fact_hash TEXT,                  -- facts.content_hash the plan was made on
+        after_hash TEXT,                 -- content hash of the row after the write
+        key_json TEXT,                   -- typed key of the row
+        before_json TEXT,                -- typed whole-row image before the write
+        after_json TEXT,                 -- typed whole-row image after it (NULL after delete)
+        values_json TEXT,                -- values written (or the annotation's values)
+        sweepable INTEGER NOT NULL DEFAULT 0,  -- wrote the store's expiry: its sweeper may delete the row
+        state TEXT NOT NULL,             -- pending | applied | failed
+        undone_at REAL,
+        note TEXT
+    );
+    CREATE INDEX actions_ref ON actions(ref);
+    CREATE INDEX actions_run_at ON actions(run_at);
+    CREATE INDEX actions_state ON actions(state) WHERE state = 'pending';
+    """,
+    # v5: the daemon. `next_change` is the epoch at which a live fact's label next changes
     # with nothing else changing (NULL: never, or not live); the scheduled rescore reads
     # only `next_change <= now` through its index. Existing facts start due (0).
     """
@@ -118,7 +166,7 @@ FACT_COLUMNS = ("source_id", "tbl", "pk", "ref", "subject", "key", "text", "cate
                 "updated_at", "accessed_at", "access_count", "expires_at", "content_hash",
                 "first_seen", "last_seen", "seen_sync", "changed_sync", "status", "freshness",
                 "label", "age_days", "days_left", "days_until_expired", "expired_by", "scored_as_of",
-                "next_change")
+                "confidence", "next_change")
 # A fact whose age depends on overlay state (a person's refresh, or no timestamps at all so
 # first_seen counts) cannot be scored from the record alone: the upsert leaves it unscored
 # and due (next_change 0), and the sync rescores exactly those through the index.
@@ -138,8 +186,25 @@ _UPSERT_SQL = (
     + f", next_change = CASE WHEN {_NEEDS_OVERLAY_STATE} THEN 0 ELSE excluded.next_change END"
 )
 LIVE = "status IN ('active', 'contradicted')"
+# The scheduled rescore's filter. Unary + keeps the planner on the next_change index (a
+# range of due facts) rather than an index on status (every live fact).
+DUE_WHERE = "next_change <= ? AND +status IN ('active', 'contradicted')"
 _SCORE_INPUTS = ("id, category, created_at, updated_at, refreshed_at, first_seen, accessed_at, "
-                 "access_count, expires_at")
+                 "access_count, expires_at, confirmations")
+# Annotations ([[actions]] do = "annotate") of a fact's current content, as a JSON array.
+_ANNOTATIONS_SQL = (
+    "SELECT json_group_array(json_object('action_id', a.id, 'action', a.action_index, "
+    "'when', json_extract(a.spec, '$.when'), 'label', a.label, 'values', json(a.values_json), "
+    "'at', strftime('%Y-%m-%dT%H:%M:%fZ', a.run_at, 'unixepoch'))) FROM actions a "
+    "WHERE a.ref = f.ref AND a.kind = 'annotate' AND a.state = 'applied' AND a.undone_at IS NULL "
+    "AND a.fact_hash = f.content_hash")
+ANY = object()   # find_facts(subject=ANY): every subject (None means "no subject")
+# A fact with its source's name and the refs of the newer facts that contradict it.
+FACT_SELECT = (
+    "SELECT f.*, s.name AS source_name, (SELECT group_concat(n.ref, char(31)) FROM contradictions c "
+    "JOIN facts n ON n.id = c.newer_id WHERE c.older_id = f.id AND n.status != 'deleted') AS contradicted_by, "
+    f"({_ANNOTATIONS_SQL}) AS annotations "
+    "FROM facts f JOIN sources s ON s.id = f.source_id")
 
 
 class OverlayStore:
@@ -385,6 +450,9 @@ class OverlayStore:
     def apply_contradiction_status(self, source_id: int | None = None, fact_ids: Iterable[int] | None = None) -> None:
         """status = contradicted exactly for live facts a live newer fact contradicts.
 
+        Only facts that are contradicted now or are the older side of a stored contradiction
+        can change; every other live fact is active and stays so. Looking at those alone
+        (status index, contradictions table) keeps a one-row sync from touching every fact.
         With `fact_ids`, only those facts are recomputed (an incremental sync passes the
         facts it touched and their older partners: `older_partners()`).
         """
@@ -395,7 +463,9 @@ class OverlayStore:
             self.conn.executemany(sql + " AND id = ?", ((i,) for i in fact_ids))
             return
         scope = "" if source_id is None else f" AND source_id = {int(source_id)}"
-        self.conn.execute(sql + scope)
+        self.conn.execute(
+            sql + " AND id IN (SELECT id FROM facts WHERE status = 'contradicted' UNION SELECT older_id "
+            f"FROM contradictions){scope}")
 
     def has_contradictions(self) -> bool:
         return self.conn.execute("SELECT 1 FROM contradictions LIMIT 1").fetchone() is not None
@@ -430,9 +500,29 @@ class OverlayStore:
         scope, params = _scope("f.source_id", source_ids)
         status = "f.status != 'forgotten'" if include_deleted else "f.status IN ('active', 'contradicted')"
         return self.conn.execute(
-            "SELECT f.*, s.name AS source_name, (SELECT group_concat(n.ref, char(31)) FROM contradictions c "
-            "JOIN facts n ON n.id = c.newer_id WHERE c.older_id = f.id AND n.status != 'deleted') AS contradicted_by "
-            f"FROM facts f JOIN sources s ON s.id = f.source_id WHERE {status} {scope} ORDER BY {order}", params)
+            f"{FACT_SELECT} WHERE {status} {scope} ORDER BY {order}", params)
+
+    def find_facts(self, *, subject: Any = ANY, labels: Iterable[str] | None = None,
+                   statuses: Iterable[str] = ("active", "contradicted"), limit: int | None = None) -> list[sqlite3.Row]:
+        """Facts (every source) in the shape iter_fact_rows yields, stalest first.
+
+        `subject` None selects facts without a subject; leave it out for every subject.
+        """
+        where, params = [], []
+        statuses = list(statuses)
+        where.append(f"f.status IN ({', '.join('?' * len(statuses))})")
+        params += statuses
+        if subject is not ANY:
+            where.append("f.subject IS ?")
+            params.append(subject)
+        if labels is not None:
+            labels = list(labels)
+            where.append(f"f.label IN ({', '.join('?' * len(labels))})")
+            params += labels
+        sql = f"{FACT_SELECT} WHERE {' AND '.join(where)} ORDER BY f.freshness, f.id"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return self.conn.execute(sql, params).fetchall()
 
     def summary(self, source_ids: list[int] | None = None, group_by: str | None = None) -> Any:
         """Counts per label over live facts (deleted/forgotten excluded)."""
@@ -458,12 +548,15 @@ class OverlayStore:
         return out
 
     def rescore(self, score_row, as_of: float, source_ids: list[int] | None = None, batch: int = 5000,
-                next_change=None) -> int:
-        """Recompute freshness/label of live facts at `as_of` with `score_row(row) -> Score`.
+                fact_ids: list[int] | None = None, next_change=None) -> int:
+        """Recompute freshness/label/confidence of live facts at `as_of` with `score_row(row) -> Score`.
 
         `next_change(as_of, score)` gives the epoch stored in `next_change` (None: never due).
         """
         scope, params = _scope("source_id", source_ids)
+        if fact_ids is not None:
+            more, more_params = _scope("id", fact_ids)
+            scope, params = scope + more, params + more_params
         with self.transaction():
             rows = self.conn.execute(
                 f"SELECT {_SCORE_INPUTS} FROM facts WHERE {LIVE} AND scored_as_of IS NOT ? {scope}",
@@ -481,11 +574,11 @@ class OverlayStore:
         n = 0
         with self.transaction():
             # Facts that stopped being live (deleted, forgotten) leave the schedule.
-            self.conn.execute(f"UPDATE facts SET next_change = NULL WHERE next_change <= ? AND NOT {LIVE} {scope}",
-                              (now, *params))
+            self.conn.execute(f"UPDATE facts SET next_change = NULL WHERE next_change <= ? "
+                              f"AND NOT +status IN ('active', 'contradicted') {scope}", (now, *params))
             while True:
                 page = self.conn.execute(
-                    f"SELECT {_SCORE_INPUTS} FROM facts WHERE next_change <= ? AND {LIVE} {scope} LIMIT ?",
+                    f"SELECT {_SCORE_INPUTS} FROM facts WHERE {DUE_WHERE} {scope} LIMIT ?",
                     (now, *params, batch)).fetchall()
                 if not page:
                     return n
@@ -506,10 +599,10 @@ class OverlayStore:
                 if floor is not None and nxt is not None and nxt < floor:
                     nxt = floor   # leaves the due range, so one call never loops on a fact
                 updates.append((s.freshness, s.label, s.age_days, s.days_left, s.days_until_expired,
-                                s.expired_by, as_of, nxt, r["id"]))
+                                s.expired_by, s.confidence, as_of, nxt, r["id"]))
             self.conn.executemany(
-                "UPDATE facts SET freshness = ?, label = ?, age_days = ?, days_left = ?, "
-                "days_until_expired = ?, expired_by = ?, scored_as_of = ?, next_change = ? WHERE id = ?", updates)
+                "UPDATE facts SET freshness = ?, label = ?, age_days = ?, days_left = ?, days_until_expired = ?, "
+                "expired_by = ?, confidence = ?, scored_as_of = ?, next_change = ? WHERE id = ?", updates)
             n += len(updates)
         return n
 
@@ -521,11 +614,30 @@ class OverlayStore:
         return cur.rowcount
 
     def mark_refreshed(self, refs: list[str], now: float) -> int:
+        """A person (or the API) re-confirmed these facts at `now`."""
         n = 0
         for ref in refs:
-            n += self.conn.execute("UPDATE facts SET refreshed_at = ?, scored_as_of = NULL, next_change = 0 WHERE ref = ?",
-                                   (now, ref)).rowcount
+            n += self.conn.execute("UPDATE facts SET refreshed_at = ?, confirmations = confirmations + 1, "
+                                   "scored_as_of = NULL, next_change = 0 WHERE ref = ?", (now, ref)).rowcount
         return n
+
+    def fact_row(self, ref: str) -> sqlite3.Row | None:
+        """One fact with its source's name, in the shape iter_fact_rows yields."""
+        return self.conn.execute(
+            f"{FACT_SELECT} WHERE f.ref = ?", (ref,)).fetchone()
+
+    def prune_deleted(self, cutoff: float) -> tuple[int, int]:
+        """Erase facts the source deleted and that were last seen before `cutoff` (epoch s).
+
+        Returns (facts, contradictions) erased; call inside a transaction. Facts the source
+        only soft-deletes are still seen by every full read, so they stay until it drops them.
+        """
+        where = "status = 'deleted' AND last_seen < ?"
+        contradictions = self.conn.execute(
+            f"SELECT count(*) FROM contradictions WHERE older_id IN (SELECT id FROM facts WHERE {where}) "
+            f"OR newer_id IN (SELECT id FROM facts WHERE {where})", (cutoff, cutoff)).fetchone()[0]
+        facts = self.conn.execute(f"DELETE FROM facts WHERE {where}", (cutoff,)).rowcount
+        return facts, contradictions
 
     # -- runs ----------------------------------------------------------------------------
     def record_run(self, kind: str, as_of: float, sources: list[str], passed: bool | None,
@@ -538,9 +650,19 @@ class OverlayStore:
 
     def runs(self, limit: int = 20) -> list[dict]:
         rows = self.conn.execute("SELECT * FROM runs ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
-        return [{"id": r["id"], "started_at": r["started_at"], "as_of": r["as_of"], "kind": r["kind"],
-                 "sources": json.loads(r["sources"]), "passed": None if r["passed"] is None else bool(r["passed"]),
-                 "summary": json.loads(r["summary_json"])} for r in reversed(rows)]
+        return [_run_dict(r) for r in reversed(rows)]
+
+    def iter_runs(self, kind: str | None = None) -> Iterator[dict]:
+        """Runs newest first, optionally of one kind (``audit``)."""
+        where, params = ("WHERE kind = ?", (kind,)) if kind else ("", ())
+        for r in self.conn.execute(f"SELECT * FROM runs {where} ORDER BY id DESC", params):
+            yield _run_dict(r)
+
+
+def _run_dict(r) -> dict:
+    return {"id": r["id"], "started_at": r["started_at"], "as_of": r["as_of"], "kind": r["kind"],
+            "sources": json.loads(r["sources"]), "passed": None if r["passed"] is None else bool(r["passed"]),
+            "summary": json.loads(r["summary_json"])}
 
 
 def _summary_dict(row, deleted: int) -> dict:

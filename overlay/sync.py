@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from ..connectors.base import Connector, Record, make_ref
@@ -30,6 +30,7 @@ from .store import OverlayStore
 BATCH = 2000
 BULK_MIN = 50_000   # a full sync past this many records (and a quarter of the overlay) loads in bulk
 LIVE_STATUSES = ("active", "contradicted")
+RESCORE_CHUNK = 900   # ids per `IN (…)`: well under SQLite's bound-variable limit
 
 
 @dataclass
@@ -95,9 +96,13 @@ class SyncEngine:
 
     # -- scoring ------------------------------------------------------------------------
     def score(self, category: str, learned_at: float | None, as_of: float, access_count: int,
-              accessed_at: float | None, expires_at: float | None) -> Score:
-        return score_fact(as_of, learned_at, self.config.policy(category), self.config.thresholds,
-                          access_count, accessed_at, expires_at)
+              accessed_at: float | None, expires_at: float | None, confirmed_at: float | None = None,
+              confirmations: int = 0) -> Score:
+        """Freshness (the design's formula) and confidence (erosion since the last confirmation)."""
+        s = score_fact(as_of, learned_at, self.config.policy(category), self.config.thresholds,
+                       access_count, accessed_at, expires_at)
+        confirmed_at = learned_at if confirmed_at is None else confirmed_at
+        return replace(s, confidence=self.config.lifecycle.confidence(as_of, confirmed_at, confirmations))
 
     def score_row(self, row, as_of: float) -> Score:
         """Score a stored fact; a person's refresh and first sight count as learning."""
@@ -105,7 +110,7 @@ class SyncEngine:
         if not times:
             times.append(row["first_seen"])
         return self.score(row["category"], max(times), as_of, row["access_count"], row["accessed_at"],
-                          row["expires_at"])
+                          row["expires_at"], max(times), row["confirmations"])
 
     @staticmethod
     def next_change_at(as_of: float, score: Score, now: float) -> float | None:
@@ -120,10 +125,10 @@ class SyncEngine:
             return 0.0
         return as_of + score.next_change_days * DAY
 
-    def rescore(self, as_of: float, source_ids: list[int] | None = None) -> int:
-        """Every live fact not yet scored at `as_of` (audit, report)."""
+    def rescore(self, as_of: float, source_ids: list[int] | None = None, fact_ids: list[int] | None = None) -> int:
+        """Live facts not yet scored at `as_of` (audit, report; `fact_ids`: just those)."""
         now = time.time()
-        return self.store.rescore(lambda r: self.score_row(r, as_of), as_of, source_ids,
+        return self.store.rescore(lambda r: self.score_row(r, as_of), as_of, source_ids, fact_ids=fact_ids,
                                   next_change=lambda a, s: self.next_change_at(a, s, now))
 
     def rescore_due(self, now: float | None = None, source_ids: list[int] | None = None) -> int:
@@ -166,17 +171,20 @@ class SyncEngine:
                 touched, live_delta, replaced = self._ingest(
                     connector.read(cursor), source_id, sync_no, now, as_of, stats,
                     track=not full, on_progress=on_progress, bulk=full)
-                if full:
+                # A connector may answer an incremental read with everything (a rewritten
+                # JSON file): then it is a full read after all.
+                read_all = full or getattr(connector, "read_all", False)
+                if read_all:
                     stats.deleted = store.mark_unseen_deleted(source_id, sync_no)
                 self._rescore_pending(source_id, as_of)
                 stats.changed = self._count_changed(source_id, sync_no)
                 stats.contradictions = self._contradictions(source_id, sync_no, replaced, now, stats,
-                                                            None if full else touched)
+                                                            None if read_all else touched)
                 stats.rows_read = connector.rows_read - rows_before
                 store.finish_sync(source_id, sync_no, connector.cursor, stats.rows_read,
                                   stats.changed + stats.deleted, now, full=full,
                                   config_hash=self.fingerprint(source) if full else None,
-                                  rows_seen_delta=None if full else live_delta)
+                                  rows_seen_delta=None if read_all else live_delta)
         finally:
             if own:
                 connector.close()
@@ -295,7 +303,8 @@ class SyncEngine:
         return (source_id, rec.table, pk_json(rec.pk), rec.ref, rec.subject, rec.key,
                 rec.text, category, rec.created_at, rec.updated_at, rec.accessed_at, rec.access_count,
                 rec.expires_at, content_hash(rec), now, now, sync_no, sync_no, rec.status,
-                s.freshness, s.label, s.age_days, s.days_left, s.days_until_expired, s.expired_by, as_of, nxt)
+                s.freshness, s.label, s.age_days, s.days_left, s.days_until_expired, s.expired_by, as_of,
+                s.confidence, nxt)
 
     def _contradictions(self, source_id: int, sync_no: int, replaced, now: float, stats: SyncStats,
                         touched: list[int] | None = None) -> int:

@@ -13,13 +13,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..overlay import actionvalues
 from ..overlay.errors import ConfigError, RuleError
-from ..overlay.scoring import DEFAULT_HALF_LIVES, CategoryPolicy, Thresholds
+from ..overlay.scoring import CONFIDENCE_CEILING, DEFAULT_HALF_LIVES, CategoryPolicy, ConfidencePolicy, Thresholds
 
 CONNECTORS = ("sqlite", "json", "postgres")
 LABEL_CONDITIONS = ("fresh", "aging", "stale", "expired", "contradicted")
-ACTION_KINDS = ("annotate", "set", "delete")
+ACTION_KINDS = ("annotate", "set", "delete", "expire")   # expire: the preset's natural write-back
 DEFAULT_OVERLAY_PATH = ".memwatch/overlay.db"
+DEFAULT_GC_RETENTION_DAYS = 30.0
+# The source name the Python API (MemWatch) uses for facts it stores in the overlay itself.
+NATIVE_SOURCE = "memwatch"
 
 # Mapping keys shared by every connector: what a record's fields are called in the source.
 MAPPING_KEYS = ("text", "key", "subject", "created_at", "updated_at", "accessed_at",
@@ -30,6 +34,14 @@ SOURCE_KEYS = {
     "poll_seconds": (int, float), "apply": bool,
     **{k: str for k in MAPPING_KEYS},
 }
+CI_LIMITS = {"max_stale_ratio": (int, float), "max_stale": int, "max_contradictions": int,
+             "min_avg_freshness": (int, float)}
+CI_KEYS = {**CI_LIMITS, "categories": dict, "sources": dict}
+CI_FRACTIONS = ("max_stale_ratio", "min_avg_freshness")   # must lie in [0, 1]
+# Contradiction detection: [detector] (rules), [embeddings] (semantic layer), [judge] (LLM critic).
+DETECTOR_KEYS = {"enabled": bool, "pack": str, "min_confidence": (int, float)}
+EMBEDDINGS_KEYS = {"enabled": bool, "model": str, "threshold": (int, float), "device": str}
+JUDGE_KEYS = {"enabled": bool, "url": str, "model": str, "api_key_env": str, "timeout": (int, float)}
 LOG_FORMATS = ("text", "json")
 
 
@@ -59,9 +71,6 @@ DAEMON_KEYS = {
     "backoff_max_seconds": (0.0, False), "error_log_seconds": (0.0, True),
     "busy_timeout_seconds": (0.0, True), "heartbeat_seconds": (0.0, False),
 }
-
-CI_KEYS = {"max_stale_ratio": (int, float), "max_stale": int, "max_contradictions": int,
-           "min_avg_freshness": (int, float), "categories": dict, "sources": dict}
 
 
 @dataclass
@@ -129,7 +138,11 @@ class Rule:
 
 @dataclass
 class Action:
-    """One [[actions]] entry (write-back planning)."""
+    """One [[actions]] entry (write-back planning, overlay/writeback.py).
+
+    `do`: annotate (recorded in the overlay only), set (columns the source already has),
+    delete (the row), expire (the store's natural expiry, declared by its preset).
+    """
 
     when: str
     do: str
@@ -150,6 +163,11 @@ class Config:
     rules: list[Rule] = field(default_factory=list)
     actions: list[Action] = field(default_factory=list)
     ci: dict[str, Any] = field(default_factory=dict)
+    lifecycle: ConfidencePolicy = field(default_factory=ConfidencePolicy)
+    gc_retention_days: float = DEFAULT_GC_RETENTION_DAYS
+    detector: dict[str, Any] = field(default_factory=dict)     # validated [detector]
+    embeddings: dict[str, Any] = field(default_factory=dict)   # validated [embeddings]
+    judge: dict[str, Any] = field(default_factory=dict)        # validated [judge]
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
 
     @property
@@ -189,7 +207,7 @@ def parse_config(raw: dict, path: Path | None = None) -> Config:
     """Validate a TOML document already parsed into a dict."""
     v = _Validator(str(path) if path else None)
     v.known(raw, "", {"overlay", "scoring", "categories", "sources", "rules", "actions", "ci",
-                      "detector", "embeddings", "judge", "daemon"})
+                      "detector", "embeddings", "judge", "daemon", "lifecycle"})
     cfg = Config(path=path)
 
     overlay = v.table(raw, "overlay")
@@ -219,9 +237,13 @@ def parse_config(raw: dict, path: Path | None = None) -> Config:
             v.fail(f"{where}.ttl_days", "must be > 0")
         cfg.categories[name] = CategoryPolicy(float(half), None if ttl is None else float(ttl))
 
+    cfg.lifecycle, cfg.gc_retention_days = _parse_lifecycle(v, v.table(raw, "lifecycle"))
+
     cfg.sources = [_parse_source(v, body, i, cfg.base_dir) for i, body in enumerate(v.array(raw, "sources"))]
     seen = set()
     for i, s in enumerate(cfg.sources):
+        if s.name == NATIVE_SOURCE:
+            v.fail(f"sources[{i}].name", f"{NATIVE_SOURCE!r} is reserved for facts added through the Python API")
         if s.name in seen:
             v.fail(f"sources[{i}].name", f"duplicate source name {s.name!r}")
         seen.add(s.name)
@@ -232,16 +254,77 @@ def parse_config(raw: dict, path: Path | None = None) -> Config:
         if a.source is not None and a.source not in seen:
             v.fail(f"actions[{i}].source", f"no source named {a.source!r}")
 
-    ci = v.table(raw, "ci")
-    v.known(ci, "ci", set(CI_KEYS))
-    for key, kind in CI_KEYS.items():
-        v.typed(ci, "ci", key, kind, None)
-    cfg.ci = dict(ci)
+    cfg.ci = _parse_ci(v, v.table(raw, "ci"), cfg)
+    for section, keys in (("detector", DETECTOR_KEYS), ("embeddings", EMBEDDINGS_KEYS),
+                          ("judge", JUDGE_KEYS)):
+        body = v.table(raw, section)
+        v.known(body, section, set(keys))
+        for key, kind in keys.items():
+            v.typed(body, section, key, kind, None)
+        for key in ("min_confidence", "threshold"):
+            if key in body and not 0 <= body[key] <= 1:
+                v.fail(f"{section}.{key}", "must be between 0 and 1")
+        if "timeout" in body and body["timeout"] <= 0:
+            v.fail(f"{section}.timeout", "must be > 0")
+        setattr(cfg, section, dict(body))
+    if cfg.judge.get("enabled", True) and cfg.judge and "url" not in cfg.judge:
+        v.fail("judge.url", "is required to use a judge (an OpenAI-compatible base URL)")
     cfg.daemon = _parse_daemon(v, v.table(raw, "daemon"))
-    for section in ("detector", "embeddings", "judge"):
-        if section in raw:
-            v.table(raw, section)
     return cfg
+
+
+def _parse_lifecycle(v: "_Validator", body: dict) -> tuple[ConfidencePolicy, float]:
+    """[lifecycle]: confidence erosion (see overlay.scoring) and the gc retention period."""
+    v.known(body, "lifecycle", {"confidence_half_life_days", "confidence_floor", "confidence_initial",
+                                "gc_retention_days"})
+    d = ConfidencePolicy()
+    half = v.typed(body, "lifecycle", "confidence_half_life_days", (int, float), d.half_life_days)
+    floor = v.typed(body, "lifecycle", "confidence_floor", (int, float), d.floor)
+    initial = v.typed(body, "lifecycle", "confidence_initial", (int, float), d.initial)
+    retention = v.typed(body, "lifecycle", "gc_retention_days", (int, float), DEFAULT_GC_RETENTION_DAYS)
+    if half <= 0:
+        v.fail("lifecycle.confidence_half_life_days", "must be > 0")
+    if not 0 <= floor < CONFIDENCE_CEILING:
+        v.fail("lifecycle.confidence_floor", f"must be >= 0 and < {CONFIDENCE_CEILING}")
+    if not floor <= initial <= CONFIDENCE_CEILING:
+        v.fail("lifecycle.confidence_initial", f"must be between confidence_floor and {CONFIDENCE_CEILING}")
+    if retention < 0:
+        v.fail("lifecycle.gc_retention_days", "must be >= 0")
+    return ConfidencePolicy(float(half), float(floor), float(initial)), float(retention)
+
+
+def _parse_ci(v: "_Validator", ci: dict, cfg: Config) -> dict:
+    """[ci] limits, plus [ci.categories.NAME] / [ci.sources.NAME] tables of the same limits.
+
+    A scoped table must name a known category (default, [categories.*] or a rule's) or,
+    when the config lists [[sources]], one of them: a typo must not leave a gate open.
+    """
+    v.known(ci, "ci", set(CI_KEYS))
+    _check_limits(v, ci, "ci")
+    categories = set(cfg.categories) | {r.category for r in cfg.rules}
+    sources = {s.name for s in cfg.sources}
+    for table, word, known in (("categories", "category", categories), ("sources", "source", sources)):
+        named = v.typed(ci, "ci", table, dict, {})
+        for name, body in named.items():
+            where = f"ci.{table}.{name}"
+            if not isinstance(body, dict):
+                v.fail(where, "must be a table of limits")
+            v.known(body, where, set(CI_LIMITS))
+            _check_limits(v, body, where)
+            if known and name not in known:
+                v.fail(where, f"no {word} named {name!r} (known: {', '.join(sorted(known))})")
+    return dict(ci)
+
+
+def _check_limits(v: "_Validator", table: dict, where: str) -> None:
+    for key, kind in CI_LIMITS.items():
+        value = v.typed(table, where, key, kind, None)
+        if value is None:
+            continue
+        if key in CI_FRACTIONS and not 0 <= value <= 1:
+            v.fail(f"{where}.{key}", f"must be between 0 and 1, not {value!r}")
+        if value < 0:
+            v.fail(f"{where}.{key}", f"must be >= 0, not {value!r}")
 
 
 def _parse_daemon(v: "_Validator", body: dict) -> DaemonConfig:
@@ -328,9 +411,13 @@ def _parse_action(v: "_Validator", body: Any, i: int) -> Action:
     sets = v.typed(body, where, "set", dict, {})
     if do == "set" and not sets:
         raise RuleError("do = \"set\" needs a set = { column = value } table", field=f"{where}.set", path=v.path)
+    if do in ("delete", "expire") and sets:
+        raise RuleError(f"do = \"{do}\" takes no set table (use do = \"set\" to choose columns)",
+                        field=f"{where}.set", path=v.path)
     for col, value in sets.items():
-        if not isinstance(value, (str, int, float, bool)):
-            raise RuleError("values must be strings, numbers or booleans", field=f"{where}.set.{col}", path=v.path)
+        problem = actionvalues.check(value)
+        if problem:
+            raise RuleError(problem, field=f"{where}.set.{col}", path=v.path)
     return Action(when=when, do=do, category=v.typed(body, where, "category", str, "*"),
                   source=v.typed(body, where, "source", str, None), set=dict(sets))
 

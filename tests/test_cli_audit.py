@@ -15,6 +15,10 @@ AS_OF = "2026-11-29"
 
 
 def run(*args, cwd=None):
+    """The console script, run from a scratch folder so zero-config overlays land there."""
+    if cwd is None:
+        import tempfile
+        cwd = tempfile.mkdtemp(prefix="mw-cli-")
     return subprocess.run([str(EXE), *map(str, args)], capture_output=True, text=True, cwd=cwd,
                           env={**os.environ, "COLUMNS": "120"}, timeout=120)
 

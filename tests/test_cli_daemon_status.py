@@ -64,3 +64,28 @@ def test_a_missing_source_is_reported_and_once_exits_2(tmp_path):
     assert "bot: " in proc.stderr and "no such file" in proc.stderr and "Traceback" not in proc.stderr
     status = json.loads(run("status", "--config", conf, "--format", "json").stdout)
     assert status["sources"][0]["errors"] == 1 and "no such file" in status["sources"][0]["last_error"]
+
+
+def _expiries(db: Path) -> dict:
+    import sqlite3
+    with sqlite3.connect(db) as conn:
+        return dict(conn.execute("SELECT id, expires_at FROM agent_facts"))
+
+
+def test_daemon_writes_back_only_for_sources_with_apply(tmp_path):
+    """[[actions]] run through the daemon's after_sync hook: held without apply, written with it."""
+    conf = example(tmp_path)
+    db = tmp_path / "my_agent.db"
+    before = _expiries(db)
+    held = run("daemon", "--config", conf, "--once")
+    assert held.returncode == 0, held.stderr
+    assert _expiries(db) == before, "no apply = true: the store is not written"
+    conf.write_text(conf.read_text().replace('name = "bot"', 'name = "bot"\napply = true', 1))
+    applied = run("daemon", "--config", conf, "--once")
+    assert applied.returncode == 0, applied.stderr
+    after = _expiries(db)
+    changed = {k for k in after if after[k] != before[k]}
+    assert changed, "expired facts get expires_at written back"
+    report = json.loads(run("report", "--config", conf, "--format", "json").stdout)
+    expired = {f["pk"]["id"] for f in report["facts"] if f["label"] == "expired" and f["status"] != "deleted"}
+    assert {str(k) for k in changed} <= expired

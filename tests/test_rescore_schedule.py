@@ -12,7 +12,7 @@ import sqlite3
 import pytest
 
 from memwatch_overlay.overlay.scoring import DAY, CategoryPolicy, Thresholds, score_fact
-from memwatch_overlay.overlay.store import MIGRATIONS, OverlayStore
+from memwatch_overlay.overlay.store import DUE_WHERE, MIGRATIONS, OverlayStore
 from memwatch_overlay.overlay.sync import SyncEngine
 from memwatch_overlay.overlay.timeparse import parse_as_of, to_iso
 from memwatch_overlay.rules.config import parse_config
@@ -106,12 +106,15 @@ def test_scheduled_rescore_matches_a_full_rescore_at_every_step(seeded):
     assert 0 < rescored < total / 4, "only facts whose label could change were rescored"
 
 
-def test_rescore_reads_through_the_index(seeded):
+@pytest.mark.parametrize("scope", ["", " AND +source_id IN (1)"])
+def test_rescore_reads_through_the_index(seeded, scope):
+    """The statements rescore_due runs seek the next_change index (not a status or source index)."""
     store, _ = seeded
-    plan = " ".join(r[3] for r in store.conn.execute(
-        "EXPLAIN QUERY PLAN SELECT id FROM facts WHERE next_change <= ? AND status IN ('active', 'contradicted')",
-        (AS_OF,)))
-    assert "facts_next_change" in plan and "SCAN facts" not in plan.replace("USING INDEX", "")
+    for sql in (f"SELECT id FROM facts WHERE {DUE_WHERE}{scope}",
+                f"UPDATE facts SET next_change = NULL WHERE next_change <= ? "
+                f"AND NOT +status IN ('active', 'contradicted'){scope}"):
+        plan = " ".join(r[3] for r in store.conn.execute("EXPLAIN QUERY PLAN " + sql, (AS_OF,)))
+        assert "facts_next_change" in plan and not plan.startswith("SCAN"), (sql, plan)
 
 
 def test_a_refreshed_fact_is_due_at_once(seeded):

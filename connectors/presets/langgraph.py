@@ -36,7 +36,8 @@ def text_from_value(value) -> str | None:
 
 
 def subject_from_prefix(prefix: str | None) -> str | None:
-    """`users.u_priya.memories` -> `u_priya`; other namespaces keep their first two parts."""
+    """`users.u_priya.memories` -> `u_priya`: the namespace's second part; a one-part
+    namespace is the subject itself."""
     if not prefix:
         return None
     parts = prefix.split(".")
@@ -50,6 +51,10 @@ class LangGraphSqliteStore(SqliteConnector):
     description = "LangGraph SqliteStore (table store: prefix, key, value, expires_at)"
     defaults = dict(table="store", id=["prefix", "key"], text="value", key="key", subject="prefix",
                     created_at="created_at", updated_at="updated_at", expires_at="expires_at")
+    # LangGraph's TTL sweeper runs `DELETE … WHERE expires_at < CURRENT_TIMESTAMP` (a text
+    # comparison), so an expiry must be written the way put(ttl=…) writes it: str(datetime).
+    natural_writebacks = {"expire": {"expires_at": "now"}}
+    timestamp_samples = {"expires_at": "2000-01-01 00:00:00.000000+00:00"}
 
     @classmethod
     def match(cls, tables):

@@ -1,0 +1,54 @@
+"""A generic JSON/JSONL file: records with a memory-text field (timestamps if present).
+
+The JSON counterpart of `generic`: picks the collection whose field names say "this is
+the memory" (`memory`, `fact`, `text`, …) and, when there is one, "this is when". A
+file without timestamps still matches (lower score): the overlay then ages records
+from when it first saw them.
+"""
+from __future__ import annotations
+
+from ..json_file import JsonConnector
+from . import Match
+from .generic import (ACCESSED_NAMES, CATEGORY_NAMES, COUNT_NAMES, CREATED_NAMES, EXPIRES_NAMES,
+                      KEY_NAMES, SUBJECT_NAMES, TEXT_NAMES, UPDATED_NAMES, _pick)
+
+ID_NAMES = ("id", "uuid", "memory_id", "fact_id", "_id")
+
+
+class GenericJson(JsonConnector):
+    preset = "generic-json"
+    kind = "json"
+    description = "Any JSON/JSONL file whose records have a memory-text field"
+    defaults: dict = {}
+
+    @classmethod
+    def match(cls, tables):
+        best = None
+        for t in tables:
+            text = _pick(t.columns, TEXT_NAMES)
+            if not text:
+                continue
+            mapping = {"records": t.name, "text": text}
+            used = {text}
+            created = _pick(t.columns, CREATED_NAMES)
+            if created:
+                mapping["created_at"] = created
+                used.add(created)
+            ident = _pick(t.columns, ID_NAMES, exclude=used)
+            if ident:
+                mapping["id"] = [ident]
+                used.add(ident)
+            for key, names in (("updated_at", UPDATED_NAMES), ("accessed_at", ACCESSED_NAMES),
+                               ("access_count", COUNT_NAMES), ("subject", SUBJECT_NAMES),
+                               ("key", KEY_NAMES), ("category", CATEGORY_NAMES),
+                               ("expires_at", EXPIRES_NAMES)):
+                col = _pick(t.columns, names, exclude=used)
+                if col:
+                    mapping[key] = col
+                    used.add(col)
+            when = f", timestamp field {created!r}" if created else ", no timestamp field (aged from first sight)"
+            reasons = [f"records {t.name!r}: text field {text!r}{when}"]
+            score = (0.3 if created else 0.2) + 0.02 * len(mapping)
+            if best is None or score > best.score:
+                best = Match(cls.preset, score, reasons, mapping)
+        return best

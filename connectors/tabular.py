@@ -1,0 +1,148 @@
+"""What SQL connectors share: a table (or one read-only SELECT) mapped column by column.
+
+SQLite and Postgres differ in how they connect, list tables and stream rows; the
+mapping from a row to a Record (columns, JSON paths inside columns, timestamps,
+primary keys) is the same and lives here.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..overlay.errors import ConnectorError
+from ..overlay.timeparse import parse_timestamp
+from ..rules.config import MAPPING_KEYS
+from .base import Connector, Record, TableInfo
+from .paths import get_path, split_column_path
+
+ROWID = "__mw_rowid__"
+TIME_FIELDS = ("created_at", "updated_at", "accessed_at", "expires_at")
+
+
+class TableConnector(Connector):
+    """Base of SQL connectors: subclasses provide describe(), query_columns() and read()."""
+
+    dialect = ""
+
+    def table_info(self, name: str) -> TableInfo:
+        for t in self.describe():
+            if t.name == name or t.name.lower() == name.lower():
+                return t
+        seen = ", ".join(t.name for t in self.describe()) or "none"
+        raise ConnectorError(f"{self.source.target}: no table {name!r} (tables: {seen})")
+
+    @property
+    def table_name(self) -> str:
+        return self.source.table or "query"
+
+    def query_columns(self) -> list[str]:
+        """Columns the mapping may name: the table's, or the query's result columns."""
+        raise NotImplementedError
+
+    def pk_columns(self, columns: list[str]) -> list[str]:
+        if self.source.id:
+            # checked here: SQLite reads an unknown "quoted" name as a string literal, which
+            # would give every row the same key instead of failing
+            for col in self.source.id:
+                if col not in columns:
+                    raise ConnectorError(
+                        f"source {self.source.name!r}: id = {col!r}: no column {col!r} in "
+                        f"{self.table_name} (columns: {', '.join(columns)})")
+            return self.source.id
+        if self.source.table:
+            info = self.table_info(self.source.table)
+            if info.pk:
+                return info.pk
+            if info.rowid:
+                return [ROWID]
+        raise ConnectorError(f"source {self.source.name!r}: set `id` (the primary-key column(s))")
+
+    def mapping(self, columns: list[str]) -> dict[str, tuple[str, list]]:
+        """mapping key -> (column, json path), checked against the real columns."""
+        out = {}
+        if not self.source.text:
+            raise ConnectorError(f"source {self.source.name!r}: `text` (the memory's column) is not mapped")
+        for key in MAPPING_KEYS:
+            value = getattr(self.source, key)
+            if value is None:
+                continue
+            try:
+                col, path = split_column_path(value, columns)
+            except ValueError as exc:
+                raise ConnectorError(f"source {self.source.name!r}: {key} = {value!r}: {exc}") from None
+            if col not in columns:
+                raise ConnectorError(
+                    f"source {self.source.name!r}: {key} = {value!r}: no column {col!r} in "
+                    f"{self.table_name} (columns: {', '.join(columns)})")
+            out[key] = (col, path)
+        return out
+
+    # -- row -> Record -------------------------------------------------------------------
+    def field(self, row: dict, mapping: dict, key: str) -> Any:
+        if key not in mapping:
+            return None
+        col, path = mapping[key]
+        value = row.get(col)
+        return get_path(value, path) if path else value
+
+    def row_to_record(self, row: dict, pks: list[str], mapping: dict) -> Record | None:
+        # The per-row hot path of every sync: field() inlined, a timestamp repeated in the
+        # same row (created_at == updated_at is common) parsed once.
+        get = row.get
+
+        def field(key: str) -> Any:
+            m = mapping.get(key)
+            if m is None:
+                return None
+            value = get(m[0])
+            return get_path(value, m[1]) if m[1] else value
+
+        text = field("text")
+        if isinstance(text, (bytes, bytearray)):
+            text = text.decode("utf-8", "replace")
+        if text is None or (isinstance(text, str) and not text.strip()):
+            return None
+        pk = {p: _pk_text(get(p)) for p in pks}
+        times = {}
+        last_raw = last = None
+        for key in TIME_FIELDS:
+            raw = field(key)
+            if raw is None:
+                times[key] = None
+                continue
+            if raw == last_raw and raw.__class__ is last_raw.__class__:
+                times[key] = last
+                continue
+            try:
+                last = parse_timestamp(raw)
+            except ValueError:
+                self.warn(f"{self.table_name} {pk}: {key} {raw!r} is not a timestamp; ignored")
+                last = None
+            last_raw = raw
+            times[key] = last
+        count = field("access_count")
+        try:
+            count = int(count or 0)
+        except (TypeError, ValueError):
+            count = 0
+        return Record(
+            source=self.source.name, table=self.table_name, pk=pk,
+            text=text if isinstance(text, str) else str(text),
+            subject=_opt_text(field("subject")),
+            key=_opt_text(field("key")),
+            category=_opt_text(field("category")),
+            access_count=count, **times)
+
+
+def _pk_text(value: Any) -> str:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", "replace")
+    return "" if value is None else str(value)
+
+
+def _opt_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, (bytes, bytearray)):
+        value = bytes(value).decode("utf-8", "replace")
+    value = str(value) if not isinstance(value, str) else value
+    return value or None

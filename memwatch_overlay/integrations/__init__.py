@@ -1,0 +1,1 @@
+"""Wrappers that put memwatch-overlay inside agent frameworks (extras; import the one you use)."""

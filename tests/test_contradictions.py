@@ -1,0 +1,117 @@
+"""The rule cascade of the contradiction detector (no embeddings, no judge)."""
+from __future__ import annotations
+
+import pytest
+
+from memwatch_overlay.overlay.contradictions import Contradiction, Detector, FactView
+
+from contradiction_cases import PARAPHRASES
+
+DAY = 86400.0
+
+
+@pytest.fixture(scope="module")
+def detector():
+    return Detector()
+
+
+def fact(ref, text, key=None, days_ago=0.0, subject="u1", category="general"):
+    return FactView(ref=ref, subject=subject, key=key, text=text, category=category,
+                    learned_at=1_800_000_000.0 - days_ago * DAY)
+
+
+@pytest.mark.parametrize("old,key,new,expected", PARAPHRASES,
+                         ids=[f"{i}:{p[0][:20]}->{p[2][:25]}" for i, p in enumerate(PARAPHRASES)])
+def test_paraphrases(detector, old, key, new, expected):
+    found = detector.compare(fact("new", new), [fact("old", old, key=key, days_ago=300)])
+    assert bool(found) is expected, found
+
+
+def test_result_shape_and_update(detector):
+    old = fact("s:t:1", "Lives in Madrid", key="city", days_ago=400)
+    [c] = detector.compare(fact("s:t:2", "We moved to Valencia in March."), [old])
+    assert isinstance(c, Contradiction)
+    assert (c.older, c.newer, c.kind) == ("s:t:1", "s:t:2", "value")
+    assert 0.5 <= c.confidence <= 1.0 and "valencia" in c.evidence.lower()
+    assert c.update == {"action": "UPDATE", "key": "city", "old_value": "Madrid", "new_value": "Valencia"}
+
+
+def test_ending_without_new_value_suggests_expire(detector):
+    old = fact("a", "Email is li@uni.edu", key="email", days_ago=300)
+    [c] = detector.compare(fact("b", "I graduated and li@uni.edu was deactivated."), [old])
+    assert c.kind == "cue" and c.update["action"] == "EXPIRE" and c.update["new_value"] is None
+
+
+def test_update_key_is_the_slot_when_the_memory_key_names_another_slot(detector):
+    old = fact("a", "Girlfriend is Maya", key="partner", days_ago=300)
+    [c] = detector.compare(fact("b", "Maya said yes - we are engaged!"), [old])
+    assert c.update["key"] == "relationship_status" and c.update["new_value"] == "engaged"
+
+
+def test_same_key_different_value_is_a_value_contradiction(detector):
+    old = fact("a", "Google", key="employer", days_ago=100)
+    [c] = detector.compare(fact("b", "Stripe", key="employer"), [old])
+    assert c.kind == "value" and c.update["new_value"] == "Stripe"
+    assert detector.confirms(fact("c", "google", key="employer"), old)
+
+
+def test_generic_and_uuid_keys_are_not_compared(detector):
+    for key in ("memory", "3f1c2a9e-0000-4000-8000-000000000000"):
+        old = fact("a", "Likes chess", key=key, days_ago=10)
+        assert detector.compare(fact("b", "Has a cat", key=key), [old]) == []
+
+
+def test_confirmation_is_not_a_contradiction(detector):
+    old = fact("a", "Phone number is 555-0188", key="phone", days_ago=80)
+    new = fact("b", "Call me at 555-0188 after 6.")
+    assert detector.compare(new, [old]) == []
+    assert detector.confirms(new, old)
+    assert not detector.confirms(fact("c", "Lives in Oslo"), old)
+
+
+def test_only_older_facts_are_contradicted(detector):
+    newer_in_time = fact("a", "Lives in Rome", days_ago=1)
+    assert detector.compare(fact("b", "I moved to Milan.", days_ago=5), [newer_in_time]) == []
+
+
+def test_comparisons_count_pairs(detector):
+    d = Detector(detector.pack)
+    olders = [fact(f"o{i}", f"Likes topic number {i}", days_ago=10 + i) for i in range(25)]
+    d.compare(fact("n", "Lives in Oslo"), olders)
+    assert d.comparisons == 25
+    d.compare(fact("n2", "Lives in Bergen"), olders[:3])
+    assert d.comparisons == 28
+
+
+def test_one_result_per_older_fact(detector):
+    old = fact("a", "Works at Google as a product analyst", days_ago=500)
+    found = detector.compare(fact("b", "I just joined Stripe as a staff engineer."), [old])
+    assert [c.older for c in found] == ["a"]
+
+
+def test_duration_makes_a_refinement_compatible(detector):
+    old = fact("a", "Lives in Germany", key="country", days_ago=700)
+    assert detector.compare(fact("b", "I have been living in Munich for six years."), [old]) == []
+    # the same sentence without the duration is a move
+    assert detector.compare(fact("c", "I have been living in Munich."), [old])
+
+
+def test_extract_reads_slots(detector):
+    slots = {(s.name, s.value) for s in detector.extract("Priya just joined Stripe as a staff engineer.")}
+    assert {("employer", "stripe"), ("job_title", "staff engineer")} <= slots
+    assert detector.extract("My sister works at Stripe.") == []
+    assert detector.extract("I might move to Paris.") == []
+    only_location = detector.extract("Works at Stripe and lives in Lisbon", category="location")
+    assert [(s.name, s.value) for s in only_location] == [("city", "lisbon")]
+
+
+def test_category_of(detector):
+    assert detector.category_of("Moved to Surabaya last month") == "location"
+    assert detector.category_of("Her phone is +62 812 5550 1234") == "contact"
+    assert detector.category_of("asdf qwer") is None
+
+
+def test_min_confidence_filters(detector):
+    d = Detector(detector.pack, min_confidence=0.99)
+    old = fact("a", "Lives in Rome", days_ago=10)
+    assert d.compare(fact("b", "Moved to Milan."), [old]) == []

@@ -1,0 +1,137 @@
+"""The semantic layer with the real offline all-MiniLM-L6-v2 model (extra [embeddings])."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.embeddings
+
+st = pytest.importorskip("sentence_transformers", reason="the [embeddings] extra is not installed")
+
+from memwatch_overlay.overlay.contradictions import Detector, FactView  # noqa: E402
+from memwatch_overlay.overlay.embeddings import (DEFAULT_MODEL_NAME, Embedder, VectorCache,  # noqa: E402
+                                                 default_model_path)
+from memwatch_overlay.overlay.store import OverlayStore  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    return Embedder()
+
+
+def _add_facts(store: OverlayStore, texts: list[str]) -> list[int]:
+    conn = store.conn
+    sid = store.ensure_source("bot", "sqlite", "x.db", None)
+    ids = []
+    for i, t in enumerate(texts):
+        cur = conn.execute(
+            "INSERT INTO facts (source_id, tbl, pk, ref, subject, text, category, content_hash, "
+            "first_seen, last_seen, seen_sync, changed_sync) VALUES (?, 't', ?, ?, 'u', ?, 'general', 'h', 0, 0, 1, 1)",
+            (sid, json.dumps({"id": str(i)}), f"bot:t:{i}", t))
+        ids.append(cur.lastrowid)
+    return ids
+
+
+def test_default_model_loads_offline_and_ranks_meaning(embedder):
+    assert embedder.model_name == DEFAULT_MODEL_NAME
+    assert embedder.model_path == default_model_path()
+    assert embedder.dim == 384
+    sims = embedder.similarities("She lives in Jakarta",
+                                 ["Her home is in Jakarta, Indonesia", "He likes jazz records"])
+    assert sims[0] > 0.6 > sims[1]
+    m = embedder.embed(["a", "b"])
+    assert m.shape == (2, 384)
+    assert abs(float((m[0] * m[0]).sum()) - 1.0) < 1e-4      # normalised
+
+
+def test_vectors_are_cached_in_the_overlay_with_the_model(tmp_path, embedder):
+    with OverlayStore(tmp_path / "o.db") as store:
+        ids = _add_facts(store, ["Lives in Oslo", "Works at Equinor", "Has two cats"])
+        cache = VectorCache(store.conn)
+        facts = list(zip(ids, ["Lives in Oslo", "Works at Equinor", "Has two cats"]))
+        fresh = Embedder()                           # an empty memory cache: must read the overlay
+        assert cache.ensure(fresh, facts) == 3
+        assert cache.models() == {DEFAULT_MODEL_NAME: 3}
+        dims = {r[0] for r in store.conn.execute("SELECT dim FROM fact_vectors")}
+        assert dims == {384}
+        again = Embedder()
+        assert cache.ensure(again, facts) == 0 and again.encoded == 0
+        assert again.similarities("Lives in Oslo", ["Lives in Oslo"])[0] > 0.99
+        # a changed text is embedded again
+        store.conn.execute("UPDATE facts SET text = 'Lives in Bergen' WHERE id = ?", (ids[0],))
+        assert cache.ensure(again, [(ids[0], "Lives in Bergen")] + facts[1:]) == 1
+
+
+def test_vectors_of_another_model_are_found_and_reembedded(tmp_path, embedder):
+    with OverlayStore(tmp_path / "o.db") as store:
+        texts = ["Lives in Oslo", "Works at Equinor", "Has two cats"]
+        ids = _add_facts(store, texts)
+        cache = VectorCache(store.conn)
+        cache.ensure(embedder, list(zip(ids, texts)))
+        store.conn.execute("UPDATE fact_vectors SET model = 'old-model', vector = zeroblob(8) "
+                           "WHERE fact_id IN (?, ?)", ids[:2])
+        assert cache.stale(embedder.model_name) == ids[:2]
+        fresh = Embedder()
+        assert cache.reembed_stale(fresh) == 2 and fresh.encoded == 2
+        assert cache.stale(embedder.model_name) == []
+        assert cache.models() == {DEFAULT_MODEL_NAME: 3}
+        # and the rewritten vectors are real ones again
+        blob = store.conn.execute("SELECT vector FROM fact_vectors WHERE fact_id = ?", (ids[0],)).fetchone()[0]
+        assert len(blob) == 384 * 4
+
+
+def test_a_model_named_by_directory(tmp_path):
+    e = Embedder(default_model_path())
+    assert e.model_name == default_model_path() != DEFAULT_MODEL_NAME
+    assert e.embed(["hello"]).shape == (1, 384)
+
+
+def test_semantic_layer_extends_cues_beyond_shared_words(embedder):
+    old = FactView("o", "u", None, "Is Catholic", "belief", 0.0)
+    rules = Detector()
+    d = Detector(embedder=embedder, semantic_threshold=0.3)
+    left = FactView("n", "u", None, "I left the church last year.", "belief", 10.0)
+    assert rules.compare(left, [old]) == []
+    [c] = d.compare(left, [old])
+    assert c.kind == "semantic" and c.update["action"] == "EXPIRE" and "left" in c.evidence
+    # similar but without a transition cue, or the cue is about someone else: nothing
+    for text in ("Church was lovely this morning.", "My neighbour left the church last year."):
+        assert d.compare(FactView("n2", "u", None, text, "belief", 10.0), [old]) == []
+    # a strict threshold turns the semantic layer off for this weakly similar pair
+    strict = Detector(embedder=embedder, semantic_threshold=0.9)
+    assert strict.compare(left, [old]) == []
+
+
+def test_sync_keeps_vectors_in_the_overlay_and_reembeds_after_a_model_change(tmp_path, embedder):
+    import sqlite3
+
+    from memwatch_overlay.overlay.sync import SyncEngine
+    from memwatch_overlay.overlay.timeparse import parse_timestamp
+    from memwatch_overlay.rules.config import load_config
+    from storegen import write_config
+
+    db = tmp_path / "bot.db"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE memories (id INTEGER PRIMARY KEY, user_id TEXT, kind TEXT, fact_key TEXT, "
+                 "content TEXT, created_at TEXT)")
+    conn.executemany("INSERT INTO memories (user_id, kind, content, created_at) VALUES (?, ?, ?, ?)",
+                     [("u1", "location", "Lives in Rome", "2025-01-01 10:00:00"),
+                      ("u1", "location", "We moved to Milan.", "2026-10-01 10:00:00"),
+                      ("u2", "preference", "Likes jazz", "2025-03-01 10:00:00")])
+    conn.commit()
+    conn.close()
+    cfg = load_config(write_config(tmp_path, db))
+    with OverlayStore(tmp_path / "overlay.db") as overlay:
+        det = Detector(embedder=embedder)
+        engine = SyncEngine(overlay, cfg, detector=det)
+        stats = engine.sync(cfg.sources[0], as_of=parse_timestamp("2026-11-29"), full=True)
+        assert stats.contradictions == 1
+        cache = VectorCache(overlay.conn)
+        assert cache.models() == {DEFAULT_MODEL_NAME: 3}
+        # another model made these vectors: the next sync finds and replaces them
+        overlay.conn.execute("UPDATE fact_vectors SET model = 'old-model'")
+        fresh = Embedder()
+        engine = SyncEngine(overlay, cfg, detector=Detector(embedder=fresh))
+        engine.sync(cfg.sources[0], as_of=parse_timestamp("2026-11-29"), full=False)
+        assert cache.models() == {DEFAULT_MODEL_NAME: 3} and fresh.encoded == 3
