@@ -315,3 +315,26 @@ def test_schema_changes_are_seen_by_a_connection_kept_open(tmp_path, log):
             w.execute("ALTER TABLE facts ADD COLUMN topic TEXT")
         assert connector.has_changes()
         assert "topic" in connector.table_info("facts").columns
+
+
+def test_a_jsonl_source_is_watched_too(tmp_path, log):
+    """The MCP memory server's JSONL file: an appended entity wakes the daemon and is synced."""
+    import shutil
+    fixture = Path(__file__).parent / "fixtures" / "agent-stores" / "mcp-memory" / "memory.jsonl"
+    path = tmp_path / "memory.jsonl"
+    shutil.copy(fixture, path)
+    cfg = config(tmp_path, {"name": "mcp", "connector": "json", "path": str(path), "preset": "mcp-memory",
+                            "poll_seconds": 3600})
+    d = Daemon(cfg, log=log)
+    thread = running(d)
+    try:
+        assert wait_for(lambda: overlay_count(tmp_path) > 0)
+        before = overlay_count(tmp_path)
+        with open(path, "a") as fh:
+            fh.write('{"type":"entity","name":"Zed","entityType":"person","observations":["Zed lives in Oslo."]}\n')
+        assert wait_for(lambda: overlay_count(tmp_path) == before + 1), "the file event did not wake the daemon"
+        assert overlay_count(tmp_path, "text = 'Zed lives in Oslo.'") == 1
+    finally:
+        d.stop()
+        thread.join(10)
+    assert not log.records.events("error")
