@@ -153,12 +153,14 @@ def _until(threshold: float, boost: float, decaying: float, log_d: float) -> flo
 
 def score_fact(as_of: float, learned_at: float | None, policy: CategoryPolicy,
                thresholds: Thresholds = Thresholds(), access_count: int = 0,
-               accessed_at: float | None = None, expires_at: float | None = None) -> Score:
+               accessed_at: float | None = None, expires_at: float | None = None,
+               confidence: float | None = None) -> Score:
     """Score one fact at `as_of` (all times epoch seconds UTC).
 
     `learned_at` None (a store without timestamps) scores as learned at `as_of`.
     `expires_at` is an expiry the source itself records (LangGraph's expires_at,
     mem0's expiration_date); past it the fact is expired.
+    `confidence` is not computed here; the sync engine passes it through to the Score.
     """
     age = max(0.0, (as_of - learned_at) / DAY) if learned_at is not None else 0.0
     since_access = max(0.0, (as_of - accessed_at) / DAY) if accessed_at is not None else None
@@ -198,4 +200,4 @@ def score_fact(as_of: float, learned_at: float | None, policy: CategoryPolicy,
     return Score(round(value, 6), label, round(age, 6),
                  None if days_left is None else round(days_left, 3),
                  None if until_expired is None else round(until_expired, 3), expired_by,
-                 next_change_days=next_change)
+                 confidence=confidence, next_change_days=next_change)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable
 
 from ..connectors.base import Connector, Record, make_ref
@@ -99,10 +99,12 @@ class SyncEngine:
               accessed_at: float | None, expires_at: float | None, confirmed_at: float | None = None,
               confirmations: int = 0) -> Score:
         """Freshness (the design's formula) and confidence (erosion since the last confirmation)."""
-        s = score_fact(as_of, learned_at, self.config.policy(category), self.config.thresholds,
-                       access_count, accessed_at, expires_at)
         confirmed_at = learned_at if confirmed_at is None else confirmed_at
-        return replace(s, confidence=self.config.lifecycle.confidence(as_of, confirmed_at, confirmations))
+        # confidence handed to score_fact (a passthrough) rather than dataclasses.replace()
+        # afterwards: the same Score, built once per fact on the sync's hot path.
+        return score_fact(as_of, learned_at, self.config.policy(category), self.config.thresholds,
+                          access_count, accessed_at, expires_at,
+                          confidence=self.config.lifecycle.confidence(as_of, confirmed_at, confirmations))
 
     def score_row(self, row, as_of: float) -> Score:
         """Score a stored fact; a person's refresh and first sight count as learning."""
