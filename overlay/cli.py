@@ -105,7 +105,8 @@ config_option = click.option("--config", "config_path", type=click.Path(dir_okay
 
 
 def _overlay_file(config: Config | None, overlay_path: str | None) -> str:
-    return overlay_path or str((config or Config()).resolved_overlay_path())
+    from .audit import overlay_target
+    return overlay_target(config, overlay_path)
 
 
 def _memwatch(config_path: str | None, overlay_path: str | None, subject: str | None = None):

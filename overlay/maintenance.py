@@ -12,7 +12,7 @@ from .timeparse import to_iso
 
 def overlay_stats(config: Config | None, overlay_path: str | None) -> dict:
     with open_overlay(config, overlay_path) as store:
-        return {"overlay": str(store.path), "summary": store.summary(),
+        return {"overlay": store.label, "summary": store.summary(),
                 "by_source": store.summary(group_by="source"),
                 "by_category": store.summary(group_by="category")}
 
@@ -90,5 +90,5 @@ def gc(config: Config | None, overlay_path: str | None, retention_days: float | 
         with store.transaction():
             facts, contradictions = store.prune_deleted(now - days * DAY)
             store.apply_contradiction_status()
-        return {"overlay": str(store.path), "retention_days": days, "facts_pruned": facts,
+        return {"overlay": store.label, "retention_days": days, "facts_pruned": facts,
                 "contradictions_pruned": contradictions}

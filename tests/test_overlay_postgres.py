@@ -1,0 +1,209 @@
+"""The overlay on Postgres gives what the SQLite overlay gives, for the same stores.
+
+Every scenario runs twice, once per backend, on copies of the same store; the results
+(summaries, facts with their labels and scores, contradictions, runs, status) must match.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from memwatch_overlay.overlay import maintenance
+from memwatch_overlay.overlay.audit import audit, open_overlay, overlay_report
+from memwatch_overlay.overlay.errors import OverlayError
+from memwatch_overlay.overlay.store import SCHEMA_VERSION, OverlayStore
+from memwatch_overlay.overlay.timeparse import parse_as_of
+from memwatch_overlay.rules.config import load_config
+
+ROOT = Path(__file__).resolve().parents[1]
+AGENT_STORES = Path(__file__).parent / "fixtures" / "agent-stores"
+AS_OF = parse_as_of("2026-11-29")
+SCRIPT = shutil.which("memwatch-overlay", path=str(Path(sys.executable).parent)) or shutil.which("memwatch-overlay")
+FIXTURES = {   # framework -> (store file, the manifest's reference time)
+    "langgraph": "langgraph_store.sqlite",
+    "mem0": "history.db",
+    "memlife": "u_priya/memlife.db",
+    "openai-agents": "agent_sessions.db",
+    "crewai": "long_term_memory_storage.db",
+}
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def pg_overlay(pg_server_dsn):
+    """A fresh database per test, for one overlay (dropped afterwards)."""
+    import psycopg
+    from psycopg import conninfo, sql
+
+    from conftest import pg_url
+
+    created = []
+
+    def make() -> str:
+        name = f"memwatch_ov_{uuid.uuid4().hex[:10]}"
+        with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        created.append(name)
+        return pg_url(conninfo.conninfo_to_dict(pg_server_dsn), name)
+
+    yield make
+    with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
+        for name in created:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def _config(folder: Path, overlay_line: str):
+    """examples/my_agent.db + the example memwatch.toml, with the overlay line replaced."""
+    folder.mkdir()
+    shutil.copy(ROOT / "examples" / "my_agent.db", folder / "my_agent.db")
+    text = (ROOT / "memwatch.toml").read_text().replace("examples/my_agent.db", "my_agent.db")
+    lines = [overlay_line if ln.strip().startswith("path = \".memwatch") else ln for ln in text.splitlines()]
+    assert overlay_line in lines, "the example memwatch.toml has no [overlay] path line to replace"
+    (folder / "memwatch.toml").write_text("\n".join(lines) + "\n")
+    return load_config(folder / "memwatch.toml")
+
+
+@pytest.fixture
+def both(tmp_path, pg_overlay):
+    """(sqlite config, postgres config): the same store and rules, one overlay each."""
+    sqlite_cfg = _config(tmp_path / "sqlite", 'path = ".memwatch/overlay.db"')
+    pg_cfg = _config(tmp_path / "pg", f'dsn = "{pg_overlay()}"')
+    assert pg_cfg.overlay_dsn and not sqlite_cfg.overlay_dsn
+    return sqlite_cfg, pg_cfg
+
+
+def _facts(result) -> list[dict]:
+    out = []
+    for f in result.iter_facts(order="f.ref"):
+        f = dict(f)
+        f.pop("first_seen")          # wall-clock time of the sync
+        f["contradicted_by"] = sorted(f["contradicted_by"])
+        out.append(f)
+    return out
+
+
+def _state(result) -> dict:
+    header = result.header()
+    for source in header["sources"]:
+        source["target"] = Path(source["target"]).name     # the two copies live in two folders
+    return {"header": header, "facts": _facts(result),
+            "contradictions": list(result.contradictions()),
+            "by_category": result.by("category")}
+
+
+def test_postgres_overlay_is_migrated_to_the_same_schema(pg_overlay, tmp_path):
+    dsn = pg_overlay()
+    with OverlayStore(dsn) as pg, OverlayStore(tmp_path / "o.db") as lite:
+        assert pg.dialect == "postgres" and lite.dialect == "sqlite"
+        assert pg.schema_version() == lite.schema_version() == SCHEMA_VERSION
+        for table in ("sources", "facts", "contradictions", "runs", "fact_vectors", "actions"):
+            assert pg.table_columns(table) == lite.table_columns(table)
+    with OverlayStore(dsn) as again:       # reopening migrates nothing more
+        assert again.schema_version() == SCHEMA_VERSION
+        again.conn.execute("UPDATE memwatch_meta SET value = ? WHERE key = 'schema_version'",
+                           (str(SCHEMA_VERSION + 1),))
+    with pytest.raises(OverlayError, match="newer"):
+        OverlayStore(dsn)
+
+
+def test_audit_report_refresh_forget_and_runs_match_sqlite(both):
+    states = []
+    for cfg in both:
+        first = audit(config=cfg, as_of=AS_OF)
+        assert first.stats[0].changed == 12
+        s1 = _state(first)
+        first.close()
+        ref = "bot:agent_facts:2"      # "Lives in Jakarta", 700 days old: expired
+        assert next(f for f in s1["facts"] if f["ref"] == ref)["label"] == "expired"
+        assert maintenance.refresh(cfg, None, [ref], now=AS_OF) == 1
+        report = overlay_report(cfg, as_of=AS_OF)
+        s2 = _state(report)
+        report.close()
+        assert next(f for f in s2["facts"] if f["ref"] == ref)["label"] == "fresh"
+        assert maintenance.forget(cfg, None, ["bot:agent_facts:3"], None) == 1
+        again = audit(config=cfg, as_of=AS_OF)
+        assert again.stats[0].changed == 0
+        s3 = _state(again)
+        again.close()
+        assert s3["header"]["summary"]["total"] == 11
+        with open_overlay(cfg, None) as store:
+            runs = [{k: v for k, v in r.items() if k != "started_at"} for r in store.runs()]
+        status = maintenance.source_status(cfg, None, now=AS_OF)["sources"]
+        for s in status:
+            s.pop("last_sync"), s.pop("lag_seconds")
+            s["target"] = Path(s["target"]).name
+        stats = maintenance.overlay_stats(cfg, None)
+        stats.pop("overlay")
+        states.append({"audit": s1, "report": s2, "again": s3, "runs": runs, "status": status, "stats": stats})
+    sqlite_state, pg_state = states
+    assert [len(r) for r in (pg_state["runs"],)] == [2]
+    for key in sqlite_state:
+        if pg_state[key] != sqlite_state[key] and isinstance(pg_state[key], dict):
+            for sub in pg_state[key]:
+                assert pg_state[key][sub] == sqlite_state[key][sub], (key, sub)
+        assert pg_state[key] == sqlite_state[key], key
+
+
+def test_deleted_rows_are_marked_alike(both):
+    import sqlite3
+    summaries = []
+    for cfg in both:
+        audit(config=cfg, as_of=AS_OF).close()
+        with sqlite3.connect(cfg.sources[0].resolved_path) as conn:
+            conn.execute("DELETE FROM agent_facts WHERE id = 3")
+        result = audit(config=cfg, as_of=AS_OF)
+        assert {f["ref"]: f["status"] for f in result.iter_facts()}["bot:agent_facts:3"] == "deleted"
+        summaries.append(result.summary)
+        result.close()
+    assert summaries[0] == summaries[1] and summaries[0]["deleted"] == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", list(FIXTURES))
+def test_console_script_audits_fixture_stores_alike(framework, agent_store, pg_overlay, tmp_path):
+    """`audit <store> --overlay <file|dsn> --format json`: same JSON from both overlays."""
+    assert SCRIPT, "the memwatch-overlay console script is not installed in this environment"
+    folder = agent_store(framework)
+    as_of = json.loads((folder / "manifest.json").read_text())["reference_time"]
+    outputs = []
+    for overlay in (str(tmp_path / "overlay.db"), pg_overlay()):
+        proc = subprocess.run([SCRIPT, "audit", str(folder / FIXTURES[framework]), "--format", "json",
+                               "--as-of", as_of, "--overlay", overlay], capture_output=True, text=True, timeout=180)
+        assert proc.returncode in (0, 1), proc.stderr
+        doc = json.loads(proc.stdout)
+        for fact in doc["facts"]:
+            fact.pop("first_seen", None)
+            fact["contradicted_by"] = sorted(fact["contradicted_by"])
+        doc["facts"].sort(key=lambda f: f["ref"])
+        outputs.append(doc)
+    assert outputs[0]["summary"]["total"] > 0
+    assert outputs[1] == outputs[0]
+
+
+def test_errors_never_show_the_password(pg_server_dsn):
+    from psycopg import conninfo
+
+    from conftest import pg_url
+    params = {**conninfo.conninfo_to_dict(pg_server_dsn), "password": "s3cret-pw"}
+    dsn = pg_url(params, "memwatch_no_such_db_" + uuid.uuid4().hex[:6])
+    with pytest.raises(OverlayError) as info:
+        OverlayStore(dsn)
+    assert "s3cret-pw" not in str(info.value) and "***" in str(info.value)
+
+
+def test_cli_error_on_unreachable_overlay_is_one_line(tmp_path):
+    assert SCRIPT
+    shutil.copy(ROOT / "examples" / "my_agent.db", tmp_path / "my_agent.db")
+    proc = subprocess.run([SCRIPT, "audit", str(tmp_path / "my_agent.db"), "--overlay",
+                           "postgresql://memwatch:hunter2@127.0.0.1:1/nowhere"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("Error: ") and proc.stderr.count("\n") <= 2
+    assert "hunter2" not in proc.stderr and "Traceback" not in proc.stderr
