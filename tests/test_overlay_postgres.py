@@ -5,6 +5,7 @@ Every scenario runs twice, once per backend, on copies of the same store; the re
 """
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import subprocess
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from memwatch_overlay.overlay import maintenance
+from memwatch_overlay.overlay.backup import export_overlay, import_overlay
 from memwatch_overlay.overlay.audit import audit, open_overlay, overlay_report
 from memwatch_overlay.overlay.errors import OverlayError
 from memwatch_overlay.overlay.store import SCHEMA_VERSION, OverlayStore
@@ -141,9 +143,18 @@ def test_audit_report_refresh_forget_and_runs_match_sqlite(both):
             s["target"] = Path(s["target"]).name
         stats = maintenance.overlay_stats(cfg, None)
         stats.pop("overlay")
-        states.append({"audit": s1, "report": s2, "again": s3, "runs": runs, "status": status, "stats": stats})
+        out = io.StringIO()
+        with open_overlay(cfg, None) as store:         # export, then import into a fresh SQLite file
+            exported = export_overlay(store, out)
+        with OverlayStore(cfg.base_dir / "imported.db") as copy:
+            imported = import_overlay(copy, out.getvalue().splitlines(keepends=True))
+            copied = copy.summary()
+        states.append({"audit": s1, "report": s2, "again": s3, "runs": runs, "status": status, "stats": stats,
+                       "export": (exported, imported, copied)})
     sqlite_state, pg_state = states
-    assert [len(r) for r in (pg_state["runs"],)] == [2]
+    assert len(pg_state["runs"]) == 2
+    exported, imported, copied = sqlite_state["export"]
+    assert exported == imported and exported["fact"] == 12 and copied == sqlite_state["again"]["header"]["summary"]
     for key in sqlite_state:
         if pg_state[key] != sqlite_state[key] and isinstance(pg_state[key], dict):
             for sub in pg_state[key]:
@@ -207,3 +218,77 @@ def test_cli_error_on_unreachable_overlay_is_one_line(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.startswith("Error: ") and proc.stderr.count("\n") <= 2
     assert "hunter2" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+WRITEBACK = """
+[[actions]]
+when = "expired"
+do = "set"
+set = { expires_at = "now", note = "memwatch: {label}" }
+
+[[actions]]
+when = "expired"
+do = "annotate"
+"""
+
+
+def test_writeback_annotations_and_undo_alike(tmp_path, pg_overlay):
+    """Plan/apply/undo keep their log in the overlay; annotations come back through the fact SELECT."""
+    from wb_support import TYPED_SOURCE, make_typed_store, snapshot
+
+    from memwatch_overlay.overlay.actionlog import ActionLog
+    from memwatch_overlay.overlay.writeback import apply_plan, plan_actions, undo_actions
+
+    outcomes = []
+    for name, overlay in (("sqlite", 'path = ".memwatch/overlay.db"'), ("pg", f'dsn = "{pg_overlay()}"')):
+        folder = tmp_path / name
+        folder.mkdir()
+        make_typed_store(folder / "facts.db")
+        original = snapshot(folder / "facts.db", "facts")
+        (folder / "memwatch.toml").write_text(f"[overlay]\n{overlay}\n" + TYPED_SOURCE + WRITEBACK)
+        cfg = load_config(folder / "memwatch.toml")
+        plan = plan_actions(cfg, AS_OF, now=AS_OF)
+        result = apply_plan(plan)
+        assert result.applied and not result.skipped
+        report = overlay_report(cfg, as_of=AS_OF)
+        annotated = {f["ref"]: [a["label"] for a in f["annotations"]] for f in report.iter_facts() if f["annotations"]}
+        report.close()
+        with open_overlay(cfg, None) as store:
+            logged = [(a.kind, a.ref, a.state) for a in ActionLog(store).history(limit=50)]
+        undone = undo_actions(cfg, ids=[i for i, _ in result.applied])
+        assert snapshot(folder / "facts.db", "facts") == original
+        outcomes.append({"written": sorted(c.ref for c in plan.writes), "annotated": annotated,
+                         "logged": sorted(logged), "restored": len(undone.restored)})
+    assert outcomes[0]["annotated"] and outcomes[0]["written"]
+    assert outcomes[1] == outcomes[0]
+
+
+def test_api_search_check_and_export_import_alike(tmp_path, pg_overlay):
+    from memwatch_overlay.overlay.api import MemWatch
+    from memwatch_overlay.overlay.backup import export_overlay, import_overlay
+    from memwatch_overlay.overlay.check import check_text
+    from memwatch_overlay.overlay.search import run_search
+    import io
+
+    results = []
+    for db, copy_db in ((str(tmp_path / "api.db"), str(tmp_path / "copy.db")), (pg_overlay(), pg_overlay())):
+        clock = iter(AS_OF + 3600 * i for i in range(100))
+        with MemWatch(db=db, subject="u1", clock=lambda: next(clock)) as mw:
+            mw.add("employer", "works at Google")
+            mw.add("city", "lives in Jakarta")
+            mw.add("employer", "works at Anthropic")
+            mw.refresh("city")
+            got = {k: (m.value, m.label) for k in ("employer", "city") for m in [mw.get(k)]}
+            assert mw.forget("city") is True and mw.get("city") is None
+        hits = [(h.fact["ref"], round(h.relevance, 6)) for h in run_search(None, db, "Anthropic", as_of=AS_OF)]
+        checked = check_text("I work at Microsoft now", None, overlay_path=db, subject="u1", as_of=AS_OF)
+        out = io.StringIO()
+        with OverlayStore(db) as store:
+            counts = export_overlay(store, out)
+        with OverlayStore(copy_db) as copy:
+            imported = import_overlay(copy, io.StringIO(out.getvalue()).readlines())
+            copy_summary = copy.summary()
+        results.append({"got": got, "hits": hits, "check": (checked.compared, checked.contradictions, checked.stale),
+                        "counts": counts, "imported": imported, "copy_summary": copy_summary})
+    assert results[0]["hits"] and results[0]["counts"]
+    assert results[1] == results[0]
