@@ -9,6 +9,8 @@ index and by name, `cursor.lastrowid`) and rewrites each statement once (cached)
 - `?` placeholders -> `%s` (a literal `%` -> `%%`), outside string literals;
 - `IS ?` / `IS NOT ?` -> `IS NOT DISTINCT FROM %s` / `IS DISTINCT FROM %s`;
 - `group_concat` -> `string_agg`, `char(n)` -> `chr(n)`, `instr` -> `strpos`;
+- scalar `max(a, b)` / `min(a, b)` -> `greatest` / `least` (aggregates keep one argument);
+- `CASE WHEN ? THEN` (an integer flag) -> `CASE WHEN ? <> 0 THEN`;
 - whole fragments registered with `register_fragment` (the JSON annotations subquery);
 - `BEGIN IMMEDIATE` -> `BEGIN`; `INSERT INTO <table with an id>` gets `RETURNING id`
   so `cursor.lastrowid` works.
@@ -53,8 +55,10 @@ _WORD_REWRITES = [
     (re.compile(r"\bgroup_concat\s*\(", re.I), "string_agg("),
     (re.compile(r"\bchar\s*\((\d+)\)", re.I), r"chr(\1)"),
     (re.compile(r"\binstr\s*\(", re.I), "strpos("),
+    (re.compile(r"\bWHEN\s+\?\s+THEN\b", re.I), "WHEN ? <> 0 THEN"),
     (re.compile(r"^\s*BEGIN\s+IMMEDIATE\s*$", re.I), "BEGIN"),
 ]
+_MINMAX = re.compile(r"\b(max|min)\s*\(", re.I)
 _INSERT = re.compile(r"^\s*INSERT\s+INTO\s+(\w+)", re.I)
 
 
@@ -71,7 +75,29 @@ def to_postgres(sql: str) -> str:
             continue
         for pattern, repl in _WORD_REWRITES:
             part = pattern.sub(repl, part)
+        part = _scalar_minmax(part)
         out.append(part.replace("%", "%%").replace("?", "%s"))
+    return "".join(out)
+
+
+def _scalar_minmax(sql: str) -> str:
+    """max(a, b) -> greatest(a, b): SQLite's scalar max/min have several arguments."""
+    out, pos = [], 0
+    for m in _MINMAX.finditer(sql):
+        if m.start() < pos:
+            continue
+        depth, i, top_comma = 1, m.end(), False
+        while i < len(sql) and depth:
+            c = sql[i]
+            depth += c == "("
+            depth -= c == ")"
+            top_comma |= c == "," and depth == 1
+            i += 1
+        if top_comma:
+            out.append(sql[pos:m.start()])
+            out.append("greatest(" if m[1].lower() == "max" else "least(")
+            pos = m.end()
+    out.append(sql[pos:])
     return "".join(out)
 
 
