@@ -142,6 +142,36 @@ MIGRATIONS: list[str] = [
     CREATE INDEX actions_run_at ON actions(run_at);
     CREATE INDEX actions_state ON actions(state) WHERE state = 'pending';
     """,
+    # v5: several daemons on one (Postgres) overlay (overlay/lease.py). `leases` names the
+    # daemon that holds each source's advisory lock; `epoch` grows at every takeover and
+    # fences a sync of the previous holder. `sync_events` records who synced what, when.
+    """
+    CREATE TABLE leases (
+        source TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        host TEXT,
+        pid INTEGER,
+        epoch INTEGER NOT NULL,
+        acquired_at REAL NOT NULL,
+        heartbeat_at REAL NOT NULL
+    );
+    CREATE TABLE sync_events (
+        id INTEGER PRIMARY KEY,
+        source TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        epoch INTEGER NOT NULL,
+        started_at REAL NOT NULL,
+        finished_at REAL
+    );
+    CREATE INDEX sync_events_source ON sync_events(source, started_at);
+    CREATE TABLE fleet_members (
+        owner TEXT PRIMARY KEY,
+        host TEXT,
+        pid INTEGER,
+        joined_at REAL NOT NULL,
+        heartbeat_at REAL NOT NULL
+    );
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 MIGRATION_LOCK = 0x6D656D77   # pg_advisory_xact_lock key held while a Postgres overlay migrates

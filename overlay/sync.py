@@ -7,6 +7,7 @@ stored cursor and only touch what changed.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import time
@@ -52,6 +53,9 @@ class SyncEngine:
         self.config = config
         self.categorizer = Categorizer(config.rules, known=set(config.categories))
         self.detector = detector
+        # guard(store, source_name) -> context manager entered inside each sync's transaction
+        # (overlay/lease.py fences a sync with the source's lease); None: no guard.
+        self.guard: Callable | None = None
 
     # -- scoring ------------------------------------------------------------------------
     def score(self, category: str, learned_at: float | None, as_of: float, access_count: int,
@@ -89,7 +93,8 @@ class SyncEngine:
             connector.open()
         try:
             store = self.store
-            with store.transaction():
+            guard = self.guard(store, source.name) if self.guard else contextlib.nullcontext()
+            with store.transaction(), guard:
                 source_id = store.ensure_source(source.name, source.connector, source.target,
                                                 source.preset)
                 sync_no = store.begin_sync(source_id)
