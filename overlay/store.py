@@ -433,8 +433,10 @@ class OverlayStore:
                        order: str = "f.id") -> Iterator[sqlite3.Row]:
         scope, params = _scope("f.source_id", source_ids)
         status = "f.status != 'forgotten'" if include_deleted else "f.status IN ('active', 'contradicted')"
-        return self.conn.execute(
-            f"{FACT_SELECT} WHERE {status} {scope} ORDER BY {order}", params)
+        sql = f"{FACT_SELECT} WHERE {status} {scope} ORDER BY {order}"
+        if self.dialect == "postgres":
+            return self.conn.stream(sql, params)
+        return self.conn.execute(sql, params)
 
     def find_facts(self, *, subject: Any = ANY, labels: Iterable[str] | None = None,
                    statuses: Iterable[str] = ("active", "contradicted"), limit: int | None = None) -> list[sqlite3.Row]:

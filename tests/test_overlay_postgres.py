@@ -292,3 +292,18 @@ def test_api_search_check_and_export_import_alike(tmp_path, pg_overlay):
                         "counts": counts, "imported": imported, "copy_summary": copy_summary})
     assert results[0]["hits"] and results[0]["counts"]
     assert results[1] == results[0]
+
+
+def test_fact_rows_stream_through_a_server_side_cursor(both):
+    """The audit's facts come from the server a batch at a time, not all at once."""
+    _, cfg = both
+    result = audit(config=cfg, as_of=AS_OF)
+    try:
+        rows = result.store.iter_fact_rows(result.source_ids)
+        first = next(rows)
+        open_cursors = result.store.conn.execute("SELECT name FROM pg_cursors").fetchall()
+        assert [c[0] for c in open_cursors if c[0].startswith("memwatch_stream_")]
+        assert 1 + sum(1 for _ in rows) == 12 and first["ref"].startswith("bot:")
+        assert not result.store.conn.execute("SELECT name FROM pg_cursors").fetchall()   # closed at the end
+    finally:
+        result.close()
