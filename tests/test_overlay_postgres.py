@@ -162,7 +162,7 @@ def test_audit_report_refresh_forget_and_runs_match_sqlite(both):
         assert pg_state[key] == sqlite_state[key], key
 
 
-def test_deleted_rows_are_marked_alike(both):
+def test_deleted_rows_are_marked_and_pruned_alike(both):
     import sqlite3
     summaries = []
     for cfg in both:
@@ -171,9 +171,16 @@ def test_deleted_rows_are_marked_alike(both):
             conn.execute("DELETE FROM agent_facts WHERE id = 3")
         result = audit(config=cfg, as_of=AS_OF)
         assert {f["ref"]: f["status"] for f in result.iter_facts()}["bot:agent_facts:3"] == "deleted"
-        summaries.append(result.summary)
+        summary = result.summary
         result.close()
-    assert summaries[0] == summaries[1] and summaries[0]["deleted"] == 1
+        pruned = maintenance.gc(cfg, None, retention_days=0, now=AS_OF + 10 ** 9)
+        pruned.pop("overlay")
+        with open_overlay(cfg, None) as store:
+            after = store.summary()
+        summaries.append((summary, pruned, after))
+    assert summaries[0] == summaries[1]
+    assert summaries[0][0]["deleted"] == 1 and summaries[0][1]["facts_pruned"] == 1
+    assert summaries[0][2]["deleted"] == 0 and summaries[0][2]["total"] == 11
 
 
 @pytest.mark.slow
@@ -307,3 +314,12 @@ def test_fact_rows_stream_through_a_server_side_cursor(both):
         assert not result.store.conn.execute("SELECT name FROM pg_cursors").fetchall()   # closed at the end
     finally:
         result.close()
+
+
+def test_mcp_health_reports_the_postgres_schema(both):
+    from memwatch_overlay.overlay.mcp_server import OverlayTools
+    _, cfg = both
+    audit(config=cfg, as_of=AS_OF).close()
+    health = OverlayTools(cfg).health()
+    assert health["ok"] is True and health["schema_version"] == SCHEMA_VERSION
+    assert health["overlay"] == cfg.overlay_dsn and health["integrity"] == "ok"
