@@ -38,10 +38,11 @@ import time
 import uuid
 from typing import Iterable, Iterator
 
-from .errors import OverlayError
+from .errors import ConfigError, OverlayError
 from .redact import redact_dsn
 
 DEFAULT_HEARTBEAT_SECONDS = 3.0
+DEFAULT_SYNC_IDLE_SECONDS = 120.0   # a fenced sync's transaction may idle this long between statements
 MISSED_HEARTBEATS = 4          # the server ends a lease session idle this many heartbeats
 _KEY_PREFIX = b"memwatch-overlay:source:"
 _MEMBER_PREFIX = b"memwatch-overlay:member:"
@@ -67,7 +68,8 @@ class Leases:
     """This daemon's leases on one Postgres overlay (a dedicated session holds the locks)."""
 
     def __init__(self, dsn: str, owner: str | None = None,
-                 heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS):
+                 heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS,
+                 sync_idle_seconds: float = DEFAULT_SYNC_IDLE_SECONDS):
         try:
             import psycopg
         except ImportError:
@@ -76,6 +78,7 @@ class Leases:
         self.dsn = dsn
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.heartbeat_seconds = heartbeat_seconds
+        self.sync_idle_seconds = sync_idle_seconds
         self.held: dict[str, int] = {}          # source -> epoch of our claim
         self.lost: set[str] = set()             # lost since the last `take_lost()`
         self._lock = threading.RLock()          # the session is used by the caller and the heartbeat
@@ -91,12 +94,12 @@ class Leases:
             self.session = self._psycopg.connect(
                 self.dsn, autocommit=True, connect_timeout=10,
                 application_name=f"memwatch-overlay lease {self.owner}"[:63],
-                options=f"-c idle_session_timeout={idle_ms}")
+                options=f"-c idle_session_timeout={idle_ms} -c lock_timeout={idle_ms}")
             self.session.execute("SELECT pg_advisory_lock(%s)", (member_key(self.owner),))
             self._beat()
         except self._psycopg.Error as exc:
             raise OverlayError(f"{redact_dsn(self.dsn)}: cannot open the lease session "
-                               f"({redact_dsn(str(exc).strip().splitlines()[0] if str(exc).strip() else exc)})") from None
+                               f"({redact_dsn(_first_line(exc))})") from None
 
     def _alive(self) -> bool:
         return self.session is not None and not self.session.closed and not self.session.broken
@@ -175,31 +178,47 @@ class Leases:
 
         A session that ended is reopened first (its leases were already lost)."""
         sources = list(dict.fromkeys(sources))
-        taken = []
+        taken: list[str] = []
         with self._lock:
             if not self._alive():
                 self._drop_all()
                 self._connect()
-            share = self.fair_share(len(sources))
-            for name in sources:
-                if len(self.held) >= share:
-                    break
-                if name in self.held:
-                    continue
-                got = self.session.execute("SELECT pg_try_advisory_lock(%s)", (lock_key(name),)).fetchone()[0]
-                if not got:
-                    continue
-                # Waits for a sync of the previous holder still in flight (its guard locks this row).
-                epoch = self.session.execute(
-                    f"INSERT INTO leases (source, owner, host, pid, epoch, acquired_at, heartbeat_at) "
-                    f"VALUES (%s, %s, %s, %s, 1, {_NOW}, {_NOW}) ON CONFLICT (source) DO UPDATE SET "
-                    "owner = excluded.owner, host = excluded.host, pid = excluded.pid, "
-                    "epoch = leases.epoch + 1, acquired_at = excluded.acquired_at, "
-                    "heartbeat_at = excluded.heartbeat_at RETURNING epoch",
-                    (name, self.owner, socket.gethostname(), os.getpid())).fetchone()[0]
-                self.held[name] = epoch
-                taken.append(name)
+            try:
+                self._claim(sources, taken)
+            except self._psycopg.Error as exc:
+                self._drop_all()
+                raise OverlayError(f"{redact_dsn(self.dsn)}: lease session failed "
+                                   f"({redact_dsn(_first_line(exc))})") from None
         return taken
+
+    def _claim(self, sources: list[str], taken: list[str]) -> None:
+        share = self.fair_share(len(sources))
+        for name in sources:
+            if len(self.held) >= share:
+                break
+            if name in self.held:
+                continue
+            got = self.session.execute("SELECT pg_try_advisory_lock(%s)", (lock_key(name),)).fetchone()[0]
+            if not got:
+                continue
+            # Waits for a sync of the previous holder still in flight (its guard locks this
+            # row); lock_timeout bounds the wait, and the source is tried again later.
+            try:
+                epoch = self._take_row(name)
+            except self._psycopg.errors.LockNotAvailable:
+                self.session.execute("SELECT pg_advisory_unlock(%s)", (lock_key(name),))
+                continue
+            self.held[name] = epoch
+            taken.append(name)
+
+    def _take_row(self, name: str) -> int:
+        return self.session.execute(
+            f"INSERT INTO leases (source, owner, host, pid, epoch, acquired_at, heartbeat_at) "
+            f"VALUES (%s, %s, %s, %s, 1, {_NOW}, {_NOW}) ON CONFLICT (source) DO UPDATE SET "
+            "owner = excluded.owner, host = excluded.host, pid = excluded.pid, "
+            "epoch = leases.epoch + 1, acquired_at = excluded.acquired_at, "
+            "heartbeat_at = excluded.heartbeat_at RETURNING epoch",
+            (name, self.owner, socket.gethostname(), os.getpid())).fetchone()[0]
 
     def rebalance(self, sources: Iterable[str]) -> list[str]:
         """Give back leases over the fair share (call between syncs); returns those released."""
@@ -229,6 +248,8 @@ class Leases:
         Locks the source's lease row until the transaction ends and checks that we are
         still its owner at the epoch we claimed; records the sync in `sync_events`.
         """
+        if getattr(store, "dialect", None) != "postgres":
+            raise ConfigError("leases need the overlay on Postgres ([overlay] dsn)", field="overlay.dsn")
         epoch = self.held.get(source)
         if epoch is None:
             raise LeaseLost(f"{source}: this daemon does not hold the lease")
@@ -240,6 +261,8 @@ class Leases:
                     self.held.pop(source)
                     self.lost.add(source)
             raise LeaseLost(f"{source}: the lease was taken over by {row[0] if row else 'nobody'}")
+        # A daemon that hangs mid-sync must not hold the lease row (and so the takeover) forever.
+        store.conn.execute(f"SET LOCAL idle_in_transaction_session_timeout = {int(self.sync_idle_seconds * 1000)}")
         event = store.conn.execute(
             f"INSERT INTO sync_events (source, owner, epoch, started_at) VALUES (?, ?, ?, {_NOW})",
             (source, self.owner, epoch)).lastrowid
@@ -267,6 +290,11 @@ class Leases:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def lease_table(store) -> list[dict]:

@@ -27,6 +27,11 @@ def source_status(config: Config | None, overlay_path: str | None, now: float | 
                         "lag_seconds": None if r["last_sync"] is None else round(now - r["last_sync"], 3),
                         "rows_seen": r["rows_seen"], "rows_read_last_sync": r["rows_read_last_sync"],
                         "errors": r["errors"], "last_error": r["last_error"]})
+        if store.dialect == "postgres":      # several daemons: who holds each source's lease
+            from .lease import lease_table
+            leases = {lease.pop("source"): lease for lease in lease_table(store)}
+            for item in out:
+                item["lease"] = leases.get(item["name"])
         return {"sources": out}
 
 

@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from memwatch_overlay.overlay.errors import ConfigError
 from memwatch_overlay.overlay.lease import LeaseLost, Leases, lock_key
+from memwatch_overlay.overlay.maintenance import source_status
 from memwatch_overlay.overlay.store import OverlayStore
 from memwatch_overlay.overlay.sync import SyncEngine
 from memwatch_overlay.rules.config import load_config
@@ -163,6 +165,9 @@ def test_a_lost_lease_fences_the_old_holders_sync(tmp_path, overlay_dsn):
         assert old.heartbeat() == {source.name} or not old.holds(source.name)
         engine.guard = new.guard
         assert engine.sync(source).records == 12
+        status = {s["name"]: s for s in source_status(None, overlay_dsn)["sources"]}
+        assert status[source.name]["lease"]["owner"] == "new" and status[source.name]["lease"]["epoch"] == 2
+        assert status[source.name]["rows_seen"] == 12
     events = _query(overlay_dsn, "SELECT owner, epoch FROM sync_events ORDER BY id")
     assert events == [("old", 1), ("new", 2)]
 
@@ -179,3 +184,42 @@ def test_fair_share_and_rebalance(overlay_dsn):
         # `two` left: its lease frees and `one` may take all three again
         assert one.live_members() == 1
         assert one.claim(names) == ["s3"]
+
+
+def test_a_takeover_waits_for_the_sync_in_flight(tmp_path, overlay_dsn):
+    """The old holder's sync, begun under its lease, commits; the new holder gets the source after it."""
+    config = load_config(_fleet_config(tmp_path, overlay_dsn))
+    name = config.sources[0].name
+    with Leases(overlay_dsn, owner="old", heartbeat_seconds=0.25) as old, \
+            Leases(overlay_dsn, owner="new", heartbeat_seconds=0.25) as new, OverlayStore(overlay_dsn) as store:
+        assert old.claim([name]) == [name]
+        with store.transaction(), old.guard(store, name):
+            _query(overlay_dsn, "SELECT pg_terminate_backend(%s)", (old.session.info.backend_pid,))
+            # the advisory lock is free, but the lease row is locked by the sync in flight:
+            # the claim gives up after lock_timeout and leaves the lock free again
+            assert new.claim([name]) == []
+            assert not new.holds(name)
+        assert new.claim([name]) == [name]
+        with pytest.raises(LeaseLost):
+            with store.transaction(), old.guard(store, name):
+                pass
+    assert _query(overlay_dsn, "SELECT owner, epoch, finished_at IS NOT NULL FROM sync_events") == [("old", 1, True)]
+
+
+def test_leases_refuse_a_sqlite_overlay(tmp_path, overlay_dsn):
+    with Leases(overlay_dsn, owner="x") as leases, OverlayStore(tmp_path / "o.db") as store:
+        leases.claim(["s"])
+        with pytest.raises(ConfigError, match="Postgres"):
+            with leases.guard(store, "s"):
+                pass
+
+
+def test_lease_errors_hide_the_password(pg_server_dsn):
+    from psycopg import conninfo
+
+    from conftest import pg_url
+    from memwatch_overlay.overlay.errors import OverlayError
+    dsn = pg_url({**conninfo.conninfo_to_dict(pg_server_dsn), "password": "pw-s3cret"}, "memwatch_none_x")
+    with pytest.raises(OverlayError) as info:
+        Leases(dsn, owner="x")
+    assert "pw-s3cret" not in str(info.value) and "***" in str(info.value)
