@@ -31,7 +31,8 @@ def source_status(config: Config | None, overlay_path: str | None, now: float | 
             from .lease import lease_table
             leases = {lease.pop("source"): lease for lease in lease_table(store)}
             for item in out:
-                item["lease"] = leases.get(item["name"])
+                if item["name"] in leases:
+                    item["lease"] = leases[item["name"]]
         return {"sources": out}
 
 

@@ -201,10 +201,14 @@ _ANNOTATIONS_SQL = (
     "WHERE a.ref = f.ref AND a.kind = 'annotate' AND a.state = 'applied' AND a.undone_at IS NULL "
     "AND a.fact_hash = f.content_hash")
 # The same annotations in Postgres (json_agg is NULL over no rows; fact_dict reads that as []).
+# `at` rounds to the millisecond exactly as SQLite's 'unixepoch' modifier does (in float8).
+_PG_EPOCH_MS = ("(floor(a.run_at * 1000.0::float8 + 210866760000000.0::float8 + 0.5::float8)::bigint "
+                "- 210866760000000)")
 overlay_db.register_fragment(_ANNOTATIONS_SQL, (
     "SELECT json_agg(json_build_object('action_id', a.id, 'action', a.action_index, "
     "'when', a.spec::json ->> 'when', 'label', a.label, 'values', a.values_json::json, "
-    "'at', to_char(to_timestamp(a.run_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')))::text "
+    "'at', to_char(to_timestamp(" + _PG_EPOCH_MS + "::numeric / 1000) AT TIME ZONE 'UTC', "
+    "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')))::text "
     "FROM actions a WHERE a.ref = f.ref AND a.kind = 'annotate' AND a.state = 'applied' "
     "AND a.undone_at IS NULL AND a.fact_hash = f.content_hash"))
 ANY = object()   # find_facts(subject=ANY): every subject (None means "no subject")

@@ -1,4 +1,9 @@
-"""The overlay's dialect layer: statement rewrites for Postgres (no server needed)."""
+"""The overlay's dialect layer: statement rewrites for Postgres."""
+import random
+import sqlite3
+
+import pytest
+
 from memwatch_overlay.overlay.overlay_db import ddl_to_postgres, is_dsn, to_postgres
 from memwatch_overlay.overlay.store import FACT_SELECT, MIGRATIONS, _split_sql
 
@@ -39,3 +44,22 @@ def test_migrations_get_postgres_types_but_keep_column_names():
 def test_dsn_detection():
     assert is_dsn("postgresql://u@h/db") and is_dsn("postgres://h/db")
     assert not is_dsn("overlay.db") and not is_dsn(None)
+
+
+
+@pytest.mark.postgres
+def test_annotation_times_round_like_sqlite(pg_server_dsn):
+    """The Postgres annotations' `at` is the string SQLite's strftime gives, to the millisecond."""
+    import psycopg
+
+    from memwatch_overlay.overlay.store import _PG_EPOCH_MS
+    rng = random.Random(7)
+    values = [1764374400.0, 1764374400.0005, 1795972611.9996, 1702904078.7574868]
+    values += [rng.uniform(1.6e9, 1.9e9) for _ in range(500)]
+    expr = (f"to_char(to_timestamp({_PG_EPOCH_MS.replace('a.run_at', '%s::float8')}::numeric / 1000) "
+            "AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')")
+    lite = sqlite3.connect(":memory:")
+    with psycopg.connect(pg_server_dsn) as pg:
+        for v in values:
+            want = lite.execute("SELECT strftime('%Y-%m-%dT%H:%M:%fZ', ?, 'unixepoch')", (v,)).fetchone()[0]
+            assert pg.execute(f"SELECT {expr}", (v,)).fetchone()[0] == want, v
