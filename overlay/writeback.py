@@ -97,7 +97,7 @@ class Plan:
     config: Config
     as_of: float
     now: float
-    overlay_path: Path
+    overlay_path: Path | str     # a file, or a postgresql:// DSN
     sources: dict[str, SourceConfig]
     changes: list[Change] = dataclasses.field(default_factory=list)
     skipped: list[Skipped] = dataclasses.field(default_factory=list)
