@@ -323,3 +323,40 @@ def test_mcp_health_reports_the_postgres_schema(both):
     health = OverlayTools(cfg).health()
     assert health["ok"] is True and health["schema_version"] == SCHEMA_VERSION
     assert health["overlay"] == cfg.overlay_dsn and health["integrity"] == "ok"
+
+
+class _CountingEmbedder:
+    """A deterministic stand-in for the sentence-transformers embedder: the storage of
+    vectors (bytea on Postgres, BLOB on SQLite) is what is under test, not the model."""
+
+    def __init__(self, model_name: str):
+        import numpy as np
+        self.np, self.model_name, self.encoded, self.memory = np, model_name, 0, {}
+
+    def embed(self, texts):
+        self.encoded += len(texts)
+        return self.np.array([[len(t), sum(map(ord, t)) % 97, 1.5] for t in texts], dtype="float32")
+
+    def remember(self, text, vector):
+        self.memory[text] = vector
+
+
+@pytest.mark.embeddings
+def test_fact_vectors_round_trip_alike(both):
+    pytest.importorskip("numpy", reason="numpy comes with the [embeddings] extra")
+    from memwatch_overlay.overlay.embeddings import VectorCache
+    outcomes = []
+    for cfg in both:
+        audit(config=cfg, as_of=AS_OF).close()
+        with open_overlay(cfg, None) as store:
+            facts = [(r["id"], r["text"]) for r in store.find_facts()]
+            cache = VectorCache(store.conn)
+            first = _CountingEmbedder("m1")
+            assert cache.ensure(first, facts) == len(facts)
+            again = _CountingEmbedder("m1")
+            assert cache.ensure(again, facts) == 0               # read back from the overlay
+            remembered = {t: v.tolist() for t, v in again.memory.items()}
+            assert cache.reembed_stale(_CountingEmbedder("m2")) == len(facts)
+            outcomes.append((remembered, cache.models(), cache.stale("m1")))
+    assert outcomes[0][0] and outcomes[0][1] == {"m2": 12} and outcomes[0][2] == []
+    assert outcomes[1] == outcomes[0]
