@@ -360,3 +360,16 @@ def test_fact_vectors_round_trip_alike(both):
             outcomes.append((remembered, cache.models(), cache.stale("m1")))
     assert outcomes[0][0] and outcomes[0][1] == {"m2": 12} and len(outcomes[0][2]) == 12   # stale("m1"): every vector is m2 now
     assert outcomes[1] == outcomes[0]
+
+
+def test_daemons_opening_a_new_overlay_together_migrate_it_once(pg_overlay):
+    from concurrent.futures import ThreadPoolExecutor
+    dsn = pg_overlay()
+
+    def open_close(_):
+        with OverlayStore(dsn) as store:
+            return store.schema_version()
+    with ThreadPoolExecutor(6) as pool:
+        assert list(pool.map(open_close, range(6))) == [SCHEMA_VERSION] * 6
+    with OverlayStore(dsn) as store:
+        assert store.conn.execute("SELECT count(*) FROM memwatch_meta").fetchone()[0] == 1
