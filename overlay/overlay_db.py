@@ -11,6 +11,8 @@ index and by name, `cursor.lastrowid`) and rewrites each statement once (cached)
 - `group_concat` -> `string_agg`, `char(n)` -> `chr(n)`, `instr` -> `strpos`;
 - scalar `max(a, b)` / `min(a, b)` -> `greatest` / `least` (aggregates keep one argument);
 - `CASE WHEN ? THEN` (an integer flag) -> `CASE WHEN ? <> 0 THEN`;
+- temp tables: `temp.t` -> `pg_temp.t`, `WITHOUT ROWID` dropped, `INSERT OR IGNORE INTO …`
+  -> `INSERT INTO … ON CONFLICT DO NOTHING`;
 - whole fragments registered with `register_fragment` (the JSON annotations subquery);
 - `BEGIN IMMEDIATE` -> `BEGIN`; `INSERT INTO <table with an id>` gets `RETURNING id`
   so `cursor.lastrowid` works.
@@ -57,8 +59,11 @@ _WORD_REWRITES = [
     (re.compile(r"\bchar\s*\((\d+)\)", re.I), r"chr(\1)"),
     (re.compile(r"\binstr\s*\(", re.I), "strpos("),
     (re.compile(r"\bWHEN\s+\?\s+THEN\b", re.I), "WHEN ? <> 0 THEN"),
+    (re.compile(r"\btemp\.(\w)", re.I), r"pg_temp.\1"),
+    (re.compile(r"\s+WITHOUT\s+ROWID\b", re.I), ""),
     (re.compile(r"^\s*BEGIN\s+IMMEDIATE\s*$", re.I), "BEGIN"),
 ]
+_OR_IGNORE = re.compile(r"^(\s*INSERT)\s+OR\s+IGNORE\b", re.I)
 _MINMAX = re.compile(r"\b(max|min)\s*\(", re.I)
 _INSERT = re.compile(r"^\s*INSERT\s+INTO\s+(\w+)", re.I)
 
@@ -68,6 +73,8 @@ def to_postgres(sql: str) -> str:
     """A statement in the overlay's SQLite dialect, rewritten for Postgres (see module doc)."""
     for old, new in _FRAGMENTS.items():
         sql = sql.replace(old, new)
+    if _OR_IGNORE.match(sql):
+        sql = _OR_IGNORE.sub(r"\1", sql) + " ON CONFLICT DO NOTHING"
     parts = _split_literals(sql)
     out = []
     for i, part in enumerate(parts):

@@ -24,6 +24,15 @@ def test_functions_and_flags():
     assert to_postgres("BEGIN IMMEDIATE") == "BEGIN"
 
 
+def test_temp_tables():
+    assert to_postgres("CREATE TEMP TABLE IF NOT EXISTS mw_keys (pk TEXT PRIMARY KEY) WITHOUT ROWID") == \
+        "CREATE TEMP TABLE IF NOT EXISTS mw_keys (pk TEXT PRIMARY KEY)"
+    assert to_postgres("INSERT OR IGNORE INTO temp.mw_keys (pk) VALUES (?)") == \
+        "INSERT INTO pg_temp.mw_keys (pk) VALUES (%s) ON CONFLICT DO NOTHING"
+    assert to_postgres("SELECT pk FROM temp.mw_keys WHERE x = 'temp.y'") == \
+        "SELECT pk FROM pg_temp.mw_keys WHERE x = 'temp.y'"
+
+
 def test_fact_select_uses_the_registered_postgres_annotations():
     sql = to_postgres(FACT_SELECT)
     assert "json_group_array" not in sql and "strftime" not in sql
