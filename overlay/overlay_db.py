@@ -11,6 +11,7 @@ index and by name, `cursor.lastrowid`) and rewrites each statement once (cached)
 - `group_concat` -> `string_agg`, `char(n)` -> `chr(n)`, `instr` -> `strpos`;
 - scalar `max(a, b)` / `min(a, b)` -> `greatest` / `least` (aggregates keep one argument);
 - `CASE WHEN ? THEN` (an integer flag) -> `CASE WHEN ? <> 0 THEN`;
+- SQLite's index hint `+column` -> `column`;
 - temp tables: `temp.t` -> `pg_temp.t`, `WITHOUT ROWID` dropped, `INSERT OR IGNORE INTO …`
   -> `INSERT INTO … ON CONFLICT DO NOTHING`;
 - whole fragments registered with `register_fragment` (the JSON annotations subquery);
@@ -60,6 +61,8 @@ _WORD_REWRITES = [
     (re.compile(r"\binstr\s*\(", re.I), "strpos("),
     (re.compile(r"\bWHEN\s+\?\s+THEN\b", re.I), "WHEN ? <> 0 THEN"),
     (re.compile(r"\btemp\.(\w)", re.I), r"pg_temp.\1"),
+    # SQLite's index hint `+column` (unary plus) is not defined on text in Postgres
+    (re.compile(r"(\b(?:AND|OR|NOT|WHERE|ON|BY)\s+|[(,=]\s*)\+(?=[A-Za-z_])", re.I), r"\1"),
     (re.compile(r"\s+WITHOUT\s+ROWID\b", re.I), ""),
     (re.compile(r"^\s*BEGIN\s+IMMEDIATE\s*$", re.I), "BEGIN"),
 ]

@@ -24,6 +24,11 @@ def test_functions_and_flags():
     assert to_postgres("BEGIN IMMEDIATE") == "BEGIN"
 
 
+def test_index_hints_are_dropped_but_additions_stay():
+    assert to_postgres("WHERE NOT +status IN ('a') AND +source_id IN (?) AND x = a + b") == \
+        "WHERE NOT status IN ('a') AND source_id IN (%s) AND x = a + b"
+
+
 def test_temp_tables():
     assert to_postgres("CREATE TEMP TABLE IF NOT EXISTS mw_keys (pk TEXT PRIMARY KEY) WITHOUT ROWID") == \
         "CREATE TEMP TABLE IF NOT EXISTS mw_keys (pk TEXT PRIMARY KEY)"
