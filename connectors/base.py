@@ -7,8 +7,10 @@ can assert that work follows change, not store size.
 from __future__ import annotations
 
 import abc
+import json
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterator
+from pathlib import Path
+from typing import Any, ClassVar, Iterable, Iterator
 
 from ..rules.config import SourceConfig
 
@@ -86,6 +88,7 @@ class Connector(abc.ABC):
     def __init__(self, source: SourceConfig):
         self.source = source
         self.rows_read = 0             # source rows read since open (for growth tests and status)
+        self.keys_read = 0             # keys read by deletion passes (keys()), counted apart
         self.warnings: list[str] = []  # per-row problems (bad timestamp...), capped
         self.cursor: dict[str, Any] | None = None  # position after the last read()
         # Set by read(): True when it yielded every live record although given a cursor
@@ -119,6 +122,50 @@ class Connector(abc.ABC):
     def describe(self) -> list[TableInfo]:
         """Tables and columns the source holds (for detection and error messages)."""
         return []
+
+    # -- what the daemon uses; the defaults are correct, connectors make them cheap --------
+    def has_changes(self) -> bool:
+        """False only when the source certainly has not changed since the previous call.
+
+        Called before every daemon tick's read, so it must cost next to nothing (SQLite:
+        `PRAGMA data_version`). The default cannot tell and says True.
+        """
+        return True
+
+    def watch_paths(self) -> list[Path]:
+        """Files whose changes should wake the daemon for this source (none: poll only)."""
+        path = self.source.resolved_path
+        return [path] if path is not None else []
+
+    def keys(self) -> Iterator[dict[str, str]]:
+        """The primary key of every live record, for the deletion pass.
+
+        Must yield exactly the `pk` dicts `read(None)` would give. The default does a full
+        read (correct, not cheap); connectors override it with a key-only query.
+        """
+        saved = self.cursor
+        try:
+            for rec in self.read(None):
+                self.keys_read += 1
+                yield rec.pk
+        finally:
+            self.cursor = saved
+
+    def fetch(self, pks: Iterable[dict[str, str]]) -> Iterator[Record]:
+        """Records with these keys (rows the deletion pass found missing from the overlay).
+
+        The default filters a full read; connectors override it with key lookups.
+        """
+        wanted = {json.dumps(pk) for pk in pks}
+        if not wanted:
+            return
+        saved = self.cursor
+        try:
+            for rec in self.read(None):
+                if json.dumps(rec.pk) in wanted:
+                    yield rec
+        finally:
+            self.cursor = saved
 
     def warn(self, message: str, limit: int = 50) -> None:
         if len(self.warnings) < limit:

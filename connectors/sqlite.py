@@ -1,14 +1,32 @@
 """SQLite sources, opened read-only: `file:…?mode=ro` with a busy timeout and `query_only`.
 
 Never `immutable=1` (a live bot writes this file) and never a long-held transaction:
-each read() is one statement whose cursor is drained and closed before it returns.
+a full read pages through the table by rowid (each page one short statement, so a
+bot in rollback-journal mode is never blocked for long), an incremental read is one
+statement over what changed.
+
+Incremental reads (the daemon) use a cursor `{"rowid": R, "updated_at": W}`:
+- inserts: `rowid > R` (SQLite hands out rowids in commit order: one writer at a time);
+- updates: `updated_at > W`, or `= W` for rows not already read at W (kept by rowid in
+  the cursor), when `updated_at` is mapped to a plain column: a second write in the
+  same clock tick as the mark is not lost, and rows sharing the mark are not re-read.
+  With an index on that column this is a seek and every read includes it. Without
+  one it is a table scan, so it runs at most every `update_scan_seconds` (the daemon
+  sets it; 0 = every read) and reads in between take inserts by rowid only, leaving
+  the mark alone; `deferred_until` tells the daemon when the deferred scan is due.
+  Measured in benchmarks/bench_daemon.py; `CREATE INDEX … ON t(updated_at)` on the
+  bot's side removes the delay.
+- `has_changes()` asks `PRAGMA data_version` (microseconds, no table read) first, so a
+  tick on an unchanged store reads nothing at all.
+Deletions are found apart, by `keys()` (primary keys only) at a lower frequency.
 """
 from __future__ import annotations
 
 import sqlite3
+import time
 import urllib.parse
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from sqlglot import exp
 
@@ -20,6 +38,7 @@ from .tabular import ROWID, TIME_FIELDS, TableConnector, _opt_text, _pk_text  # 
 
 DEFAULT_BUSY_TIMEOUT = 5.0   # seconds a read waits for a writer's lock
 FETCH_BATCH = 1000
+PAGE_ROWS = 10000            # rows per statement when a full read or a key pass pages by rowid
 
 
 def open_readonly(path: Path, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> sqlite3.Connection:
@@ -33,9 +52,19 @@ def open_readonly(path: Path, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> sql
         conn = sqlite3.connect(uri, uri=True, timeout=busy_timeout, check_same_thread=False)
         conn.execute("PRAGMA query_only = 1")
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError as exc:
+        if _is_locked(exc):
+            raise ConnectorError(f"{path}: locked by another connection for more than "
+                                 f"{busy_timeout:g} s ({exc})") from None
+        raise ConnectorError(f"{path}: cannot open ({exc})") from None
     except sqlite3.DatabaseError as exc:
         raise ConnectorError(f"{path}: not a readable SQLite database ({exc})") from None
     return conn
+
+
+def _is_locked(exc: sqlite3.Error) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
 
 
 def list_tables(conn: sqlite3.Connection) -> list[TableInfo]:
@@ -67,6 +96,12 @@ class SqliteConnector(TableConnector):
         self.busy_timeout = busy_timeout
         self.conn: sqlite3.Connection | None = None
         self._tables: list[TableInfo] | None = None
+        self._inode: int | None = None
+        self._data_version: int | None = None
+        self._schema_version: int | None = None
+        self.update_scan_seconds = 0.0          # unindexed updated_at: scan for updates at most this often
+        self.deferred_until: float | None = None  # after read(): when the deferred update scan is due
+        self._indexed: dict[str, bool] = {}
 
     # -- lifecycle ---------------------------------------------------------------------
     def open(self) -> None:
@@ -74,11 +109,71 @@ class SqliteConnector(TableConnector):
         if path is None:
             raise ConnectorError(f"source {self.source.name!r}: no path given")
         self.conn = open_readonly(path, self.busy_timeout)
+        self._inode = _inode(path)
+        self._data_version = None
+        self._schema_version = None
+        self._tables = None
+        self._indexed = {}
 
     def close(self) -> None:
         if self.conn is not None:
             self.conn.close()
             self.conn = None
+
+    def watch_paths(self) -> list[Path]:
+        path = self.source.resolved_path
+        if path is None:
+            return []
+        # WAL commits touch only `-wal`; rollback-journal commits the main file and `-journal`.
+        return [path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-journal")]
+
+    def has_changes(self) -> bool:
+        """`PRAGMA data_version` moves when another connection commits; a replaced file reopens.
+
+        Raises ConnectorError when the file is gone or unreadable (the daemon reports it).
+        """
+        path = self.source.resolved_path
+        inode = _inode(path)
+        if inode is None:
+            raise ConnectorError(f"{path}: no such file")
+        if self.conn is None or inode != self._inode:
+            self.close()
+            self.open()
+        version = self._pragma("data_version")
+        changed = version != self._data_version
+        self._data_version = version
+        if changed:
+            schema = self._pragma("schema_version")
+            if schema != self._schema_version:
+                self._tables = None   # tables, columns or indexes moved: describe again
+                self._indexed.clear()
+                self._schema_version = schema
+        return changed
+
+    def _pragma(self, name: str) -> int:
+        cur = self._execute(f"PRAGMA {name}", ())
+        try:
+            return cur.fetchall()[0][0]
+        except sqlite3.DatabaseError as exc:
+            raise ConnectorError(f"{self.source.target}: unreadable ({exc})") from None
+        finally:
+            cur.close()
+
+    def indexed(self, column: str) -> bool:
+        """Whether a (non-partial) index of the source table starts with `column`."""
+        if self.source.query is not None or not self.source.table:
+            return False
+        if column not in self._indexed:
+            table = self.table_info(self.source.table).name
+            found = False
+            for _, name, _, _, partial in self._execute(
+                    "SELECT seq, name, \"unique\", origin, partial FROM pragma_index_list(?)", (table,)).fetchall():
+                first = self._execute("SELECT name FROM pragma_index_info(?) WHERE seqno = 0", (name,)).fetchall()
+                if not partial and first and first[0][0] == column:
+                    found = True
+                    break
+            self._indexed[column] = found
+        return self._indexed[column]
 
     def describe(self) -> list[TableInfo]:
         if self._tables is None:
@@ -103,6 +198,9 @@ class SqliteConnector(TableConnector):
         try:
             return self.conn.execute(sql, params)
         except sqlite3.OperationalError as exc:
+            if _is_locked(exc):
+                raise ConnectorError(f"{self.source.target}: locked by another connection for more than "
+                                     f"{self.busy_timeout:g} s ({exc})") from None
             raise ConnectorError(f"{self.source.target}: {exc}") from None
         except sqlite3.DatabaseError as exc:
             raise ConnectorError(f"{self.source.target}: unreadable ({exc})") from None
@@ -125,11 +223,9 @@ class SqliteConnector(TableConnector):
         finally:
             cur.close()
 
-    def base_select(self) -> tuple[exp.Select, list[str], bool]:
-        """The mapped columns (plus `extra_columns`), without a cursor filter or order.
-
-        Returns the statement, the pk columns and whether rowid is selected as ROWID.
-        """
+    def _plan(self) -> tuple[dict, list[str], list[str], bool, str | None]:
+        """mapping, pk columns, selected columns (with `extra_columns`), whether rowid is
+        usable, and the updated_at column usable as a mark (a plain column, no JSON path)."""
         columns = self.query_columns()
         mapping = self.mapping(columns)
         pks = self.pk_columns(columns)
@@ -139,29 +235,239 @@ class SqliteConnector(TableConnector):
             if col not in wanted:
                 wanted.append(col)
         use_rowid = self.source.query is None and self.table_info(self.source.table).rowid
+        watermark = None
+        if "updated_at" in mapping and not mapping["updated_at"][1]:
+            watermark = mapping["updated_at"][0]
+        return mapping, pks, wanted, use_rowid, watermark
+
+    def _select(self, wanted: list[str], use_rowid: bool) -> exp.Select:
         extra = [sqlguard.sqlglot_rowid()] if use_rowid else []
-        stmt = sqlguard.select_rows(self.source.table, self.source.query, wanted, self.dialect,
+        return sqlguard.select_rows(self.source.table, self.source.query, wanted, self.dialect,
                                     where=self.source.where, extra=extra)
-        return stmt, pks, use_rowid
+
+    def base_select(self) -> tuple[exp.Select, list[str], bool]:
+        """The mapped columns (plus `extra_columns`), without a cursor filter or order.
+
+        Returns the statement, the pk columns and whether rowid is selected as ROWID.
+        """
+        _, pks, wanted, use_rowid, _ = self._plan()
+        return self._select(wanted, use_rowid), pks, use_rowid
 
     def build_select(self, cursor: dict | None) -> tuple[str, tuple, list[str]]:
-        stmt, pks, use_rowid = self.base_select()
-        params: tuple = ()
-        if use_rowid:
-            if cursor and cursor.get("rowid") is not None:
-                stmt = stmt.where(exp.GT(this=exp.column("rowid"), expression=exp.Placeholder()))
-                params = (int(cursor["rowid"]),)
+        """The incremental statement for `cursor` (the whole table when None)."""
+        mapping, pks, wanted, use_rowid, watermark = self._plan()
+        stmt = self._select(wanted, use_rowid)
+        stmt, params = self._changed_since(stmt, cursor or {}, use_rowid, watermark)
+        if use_rowid and not (watermark and (cursor or {}).get("updated_at") is not None):
             stmt = stmt.order_by(exp.column("rowid"))
         return stmt.sql(dialect=self.dialect), params, pks
 
+    def _changed_since(self, stmt: exp.Select, cursor: dict, use_rowid: bool,
+                       watermark: str | None) -> tuple[exp.Select, tuple]:
+        """rowid > R  OR  updated_at > W  OR  (updated_at = W AND not one of the rows already read at W)."""
+        conds: list[exp.Expression] = []
+        params: list = []
+        rowid = exp.column("rowid")
+        if use_rowid and cursor.get("rowid") is not None:
+            conds.append(exp.GT(this=rowid, expression=exp.Placeholder()))
+            params.append(int(cursor["rowid"]))
+        mark = cursor.get("updated_at")
+        if watermark and mark is not None:
+            col = sqlguard.column(watermark)
+            conds.append(exp.GT(this=col, expression=exp.Placeholder()))
+            params.append(mark)
+            at_mark = exp.EQ(this=col, expression=exp.Placeholder())
+            params.append(mark)
+            seen = cursor.get("at_mark")
+            if use_rowid and seen:
+                at_mark = exp.and_(at_mark, exp.Not(this=exp.In(
+                    this=rowid, expressions=[exp.Placeholder() for _ in seen])))
+                params.extend(int(r) for r in seen)
+            elif use_rowid and cursor.get("mark_rowid") is not None:
+                at_mark = exp.and_(at_mark, exp.GT(this=rowid, expression=exp.Placeholder()))
+                params.append(int(cursor["mark_rowid"]))
+            conds.append(exp.paren(at_mark))
+        if not conds:
+            return stmt, ()
+        return stmt.where(exp.paren(exp.or_(*conds)) if len(conds) > 1 else conds[0]), tuple(params)
+
     def read(self, cursor: dict | None = None) -> Iterator[Record]:
-        sql, params, pks = self.build_select(cursor)
-        mapping = self.mapping(self.query_columns())
-        last_rowid = (cursor or {}).get("rowid")
-        for row in self.iter_rows(sql, params):
-            if ROWID in row:
-                last_rowid = row[ROWID]
+        """Full read (cursor None) paged by rowid, or one statement over what changed.
+
+        The new cursor's `updated_at` mark is exact: an incremental read is one statement
+        (one snapshot) that returns every row at or above the old mark; a full read takes
+        the mark before its first page, so writes during the pages are read again next time.
+        Rows sitting exactly at the mark are remembered by rowid (`at_mark`, up to
+        MARK_ROWIDS of them; beyond that, bulk rows sharing one timestamp, by the largest
+        rowid) so they are not read again, while another write in the same clock tick is.
+        """
+        mapping, pks, wanted, use_rowid, watermark = self._plan()
+        cursor = dict(cursor or {})
+        self.deferred_until = None
+        incremental = bool(cursor) and (
+            (use_rowid and cursor.get("rowid") is not None) or (watermark and cursor.get("updated_at") is not None))
+        last_rowid = cursor.get("rowid")
+        now = time.time()
+        scan_updates = bool(watermark)
+        if watermark and incremental and use_rowid and cursor.get("updated_at") is not None \
+                and self.update_scan_seconds > 0 and not self.indexed(watermark):
+            due = (cursor.get("scanned_at") or 0) + self.update_scan_seconds
+            if now < due:
+                scan_updates = False          # inserts by rowid only; the mark waits for the scan
+                self.deferred_until = due
+        mark = _Mark(cursor if incremental else {}, watermark is not None)
+        if watermark and (not incremental or cursor.get("updated_at") is None):
+            mark.fix(self._max_of(watermark))   # before the rows: later writes are >= this
+            if incremental and use_rowid:
+                cursor.update(mark.as_cursor())  # an old rowid-only cursor gains a mark
+        if incremental:
+            stmt, params = self._changed_since(self._select(wanted, use_rowid), cursor, use_rowid,
+                                               watermark if scan_updates else None)
+            # No ORDER BY with the OR: it would make SQLite walk the whole table in rowid
+            # order instead of seeking the rowid range and the updated_at index.
+            if use_rowid and not (scan_updates and cursor.get("updated_at") is not None):
+                stmt = stmt.order_by(exp.column("rowid"))
+            rows = self.iter_rows(stmt.sql(dialect=self.dialect), params)
+        elif use_rowid:
+            rows = self._pages(self._select(wanted, True), last_rowid)
+        else:
+            rows = self.iter_rows(self._select(wanted, False).sql(dialect=self.dialect), ())
+        for row in rows:
+            rid = row.get(ROWID)
+            if rid is not None and (last_rowid is None or rid > last_rowid):
+                last_rowid = rid
+            if scan_updates:
+                mark.see(row.get(watermark), rid)
             rec = self.row_to_record(row, pks, mapping)
             if rec is not None:
                 yield rec
-        self.cursor = {"rowid": last_rowid}
+        if scan_updates:
+            self.cursor = {"rowid": last_rowid, **mark.as_cursor(), "scanned_at": now}
+        else:
+            self.cursor = {**cursor, "rowid": last_rowid}
+
+    def _pages(self, stmt: exp.Select, after: int | None = None) -> Iterator[dict[str, Any]]:
+        """`stmt` in rowid order, PAGE_ROWS per statement; each page is fetched whole, so no
+        read lock outlives it (a rollback-journal writer waits at most one page)."""
+        while True:
+            page = stmt
+            params: tuple = ()
+            if after is not None:
+                page = page.where(exp.GT(this=exp.column("rowid"), expression=exp.Placeholder()))
+                params = (after,)
+            sql = page.order_by(exp.column("rowid")).limit(PAGE_ROWS).sql(dialect=self.dialect)
+            rows = list(self.iter_rows(sql, params))
+            yield from rows
+            if len(rows) < PAGE_ROWS:
+                return
+            after = rows[-1][ROWID]
+
+    def _max_of(self, column: str):
+        stmt = self._select([], False).select(
+            exp.Max(this=sqlguard.column(column)), append=False)
+        cur = self._execute(stmt.sql(dialect=self.dialect), ())
+        try:
+            value = cur.fetchall()[0][0]
+        finally:
+            cur.close()
+        return None if isinstance(value, (bytes, bytearray)) else value
+
+    def keys(self) -> Iterator[dict[str, str]]:
+        """Primary keys only (the deletion pass), paged by rowid; same pk dicts as read()."""
+        if type(self).read is not SqliteConnector.read:
+            yield from super().keys()   # a preset with its own read() knows its own keys
+            return
+        pks = self.pk_columns(self.query_columns())
+        cols = [p for p in pks if p != ROWID]
+        use_rowid = self.source.query is None and self.table_info(self.source.table).rowid
+        stmt = self._select(cols, use_rowid)
+        rows = self._pages(stmt) if use_rowid else self.iter_rows(stmt.sql(dialect=self.dialect), ())
+        before = self.rows_read
+        try:
+            for row in rows:
+                self.keys_read += 1
+                yield {p: _pk_text(row.get(p)) for p in pks}
+        finally:
+            self.rows_read = before   # keys are counted in keys_read, not rows_read
+
+    def fetch(self, pks: Iterable[dict[str, str]]) -> Iterator[Record]:
+        """Records by primary key: one indexed lookup each."""
+        if type(self).read is not SqliteConnector.read:
+            yield from super().fetch(pks)
+            return
+        mapping, pk_cols, wanted, use_rowid, _ = self._plan()
+        stmt = self._select(wanted, use_rowid)
+        for p in pk_cols:
+            col = exp.column("rowid") if p == ROWID else sqlguard.column(p)
+            stmt = stmt.where(exp.EQ(this=col, expression=exp.Placeholder()))
+        sql = stmt.sql(dialect=self.dialect)
+        for pk in pks:
+            params = tuple(int(pk[p]) if p == ROWID else pk[p] for p in pk_cols)
+            for row in self.iter_rows(sql, params):
+                rec = self.row_to_record(row, pk_cols, mapping)
+                if rec is not None:
+                    yield rec
+
+def _inode(path: Path | None) -> int | None:
+    try:
+        return path.stat().st_ino if path is not None else None
+    except OSError:
+        return None
+
+
+MARK_ROWIDS = 256   # rows at the updated_at mark remembered by rowid in the cursor
+
+
+class _Mark:
+    """The `updated_at` part of a cursor: the mark and the rows already read at it."""
+
+    def __init__(self, cursor: dict, enabled: bool):
+        self.value = cursor.get("updated_at") if enabled else None
+        self.at: list[int] | None = list(cursor.get("at_mark") or []) or None
+        self.max_rowid = cursor.get("mark_rowid")
+        self.fixed = False
+        if self.value is not None and self.at is None and self.max_rowid is None:
+            self.at = []
+
+    def fix(self, value: Any) -> None:
+        """A mark taken before a paged read: rows above it are not folded in."""
+        self.value = None if isinstance(value, (bytes, bytearray, memoryview)) else value
+        self.at, self.max_rowid, self.fixed = [], None, True
+
+    def see(self, value: Any, rowid: int | None) -> None:
+        if value is None or (self.fixed and (self.value is None or value != self.value)):
+            return    # a fixed mark only collects the rows sitting exactly at it
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return
+        if self.value is None or _order(value) > _order(self.value):
+            if self.fixed:
+                return    # written during a paged read: stays above the mark, read next time
+            self.value, self.at, self.max_rowid = value, [], None
+        if value != self.value or rowid is None:
+            return
+        if self.at is not None:
+            if rowid not in self.at:
+                self.at.append(rowid)
+            if len(self.at) > MARK_ROWIDS:
+                self.max_rowid, self.at = max(self.at), None
+        elif self.max_rowid is None or rowid > self.max_rowid:
+            self.max_rowid = rowid
+
+    def as_cursor(self) -> dict:
+        out: dict = {"updated_at": self.value}
+        if self.at is not None:
+            out["at_mark"] = sorted(self.at)
+        else:
+            out["mark_rowid"] = self.max_rowid
+        return out
+
+
+def _order(value: Any) -> tuple:
+    """SQLite's ordering across storage classes: NULL < numbers < text < blob."""
+    if value is None:
+        return (0, 0)
+    if isinstance(value, (int, float)):
+        return (1, value)
+    if isinstance(value, str):
+        return (2, value)
+    return (3, bytes(value))

@@ -85,21 +85,41 @@ class TableConnector(Connector):
         return get_path(value, path) if path else value
 
     def row_to_record(self, row: dict, pks: list[str], mapping: dict) -> Record | None:
-        text = self.field(row, mapping, "text")
+        # The per-row hot path of every sync: field() inlined, a timestamp repeated in the
+        # same row (created_at == updated_at is common) parsed once.
+        get = row.get
+
+        def field(key: str) -> Any:
+            m = mapping.get(key)
+            if m is None:
+                return None
+            value = get(m[0])
+            return get_path(value, m[1]) if m[1] else value
+
+        text = field("text")
         if isinstance(text, (bytes, bytearray)):
             text = text.decode("utf-8", "replace")
         if text is None or (isinstance(text, str) and not text.strip()):
             return None
-        pk = {p: _pk_text(row.get(p)) for p in pks}
+        pk = {p: _pk_text(get(p)) for p in pks}
         times = {}
+        last_raw = last = None
         for key in TIME_FIELDS:
-            raw = self.field(row, mapping, key)
+            raw = field(key)
+            if raw is None:
+                times[key] = None
+                continue
+            if raw == last_raw and raw.__class__ is last_raw.__class__:
+                times[key] = last
+                continue
             try:
-                times[key] = parse_timestamp(raw)
+                last = parse_timestamp(raw)
             except ValueError:
                 self.warn(f"{self.table_name} {pk}: {key} {raw!r} is not a timestamp; ignored")
-                times[key] = None
-        count = self.field(row, mapping, "access_count")
+                last = None
+            last_raw = raw
+            times[key] = last
+        count = field("access_count")
         try:
             count = int(count or 0)
         except (TypeError, ValueError):
@@ -107,9 +127,9 @@ class TableConnector(Connector):
         return Record(
             source=self.source.name, table=self.table_name, pk=pk,
             text=text if isinstance(text, str) else str(text),
-            subject=_opt_text(self.field(row, mapping, "subject")),
-            key=_opt_text(self.field(row, mapping, "key")),
-            category=_opt_text(self.field(row, mapping, "category")),
+            subject=_opt_text(field("subject")),
+            key=_opt_text(field("key")),
+            category=_opt_text(field("category")),
             access_count=count, **times)
 
 

@@ -303,6 +303,40 @@ def refresh(refs, subject, config_path, overlay_path):
 
 
 @main.command()
+@click.option("--config", "config_path", type=click.Path(dir_okay=False),
+              help="memwatch.toml to use (default: ./memwatch.toml).")
+@click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False), help="Overlay database.")
+@click.option("--poll", is_flag=True, help="Poll files instead of using file events (network mounts, containers).")
+@click.option("--once", is_flag=True, help="One pass over every source (sync, deletion pass, rescore), then exit.")
+@click.option("--log-format", type=click.Choice(["text", "json"]), default=None,
+              help="Log lines on stderr: readable text, or one JSON object per line for log shippers "
+                   "(default: [daemon] log_format, else text).")
+@click.option("-v", "--verbose", is_flag=True, help="Also log syncs that found nothing new.")
+@handle_errors
+def daemon(config_path, overlay_path, poll, once, log_format, verbose):
+    """Watch every [[sources]] entry and keep the overlay current until SIGTERM/Ctrl-C.
+
+    Work follows change: file events and cheap polls wake it, syncs read only what
+    changed, labels are rescored as they come due. A second Ctrl-C exits at once.
+    """
+    import logging
+    from .daemon import run_daemon
+    from .logs import configure
+    config = load_config(config_path or _default_config())
+    log = configure(log_format or config.daemon.log_format, level=logging.DEBUG if verbose else logging.INFO)
+    sys.exit(run_daemon(config, overlay_path=overlay_path, poll=poll, once=once, log=log))
+
+
+def _default_config() -> str:
+    from pathlib import Path
+    from .errors import ConfigError
+    if Path("memwatch.toml").is_file():
+        return "memwatch.toml"
+    raise ConfigError("no memwatch.toml here; give --config F (memwatch-overlay init TARGET writes one)",
+                      field="--config")
+
+
+@main.command()
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="memwatch.toml to use.")
 @overlay_option
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
@@ -316,7 +350,10 @@ def status(config_path, overlay_path, fmt):
         click.echo(_json.dumps(data, indent=2))
         return
     from rich.table import Table
-    table = Table()
+    d = data.get("daemon") or {}
+    title = (f"daemon running (pid {d['pid']}, heartbeat {d['heartbeat']})" if d.get("running")
+             else "no daemon running")
+    table = Table(title=title)
     for col in ("source", "last sync", "lag (s)", "rows seen", "rows read last sync", "errors", "last error"):
         table.add_column(col)
     for s in data["sources"]:

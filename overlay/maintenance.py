@@ -1,6 +1,9 @@
 """Overlay-only commands: stats, status, forget, refresh, gc. None of them reads a source."""
 from __future__ import annotations
 
+import json
+import os
+import socket
 import time
 
 from ..rules.config import Config
@@ -18,22 +21,52 @@ def overlay_stats(config: Config | None, overlay_path: str | None) -> dict:
 
 
 def source_status(config: Config | None, overlay_path: str | None, now: float | None = None) -> dict:
+    """Per source: last sync, lag, rows seen/read, errors; and whether a daemon is alive.
+
+    `lag_seconds` is how long ago the overlay was last known to match the source: the
+    later of its last sync and the daemon's last check that found nothing new (a quiet
+    store watched by a live daemon has a small lag even when nothing was synced for days).
+    """
     now = time.time() if now is None else now
     with open_overlay(config, overlay_path) as store:
         out = []
         for r in store.sources():
+            current = max((t for t in (r["last_sync"], r["last_checked"]) if t is not None), default=None)
             out.append({"name": r["name"], "connector": r["connector"], "target": r["target"],
                         "last_sync": to_iso(r["last_sync"]),
-                        "lag_seconds": None if r["last_sync"] is None else round(now - r["last_sync"], 3),
+                        "lag_seconds": None if current is None else round(max(0.0, now - current), 3),
                         "rows_seen": r["rows_seen"], "rows_read_last_sync": r["rows_read_last_sync"],
-                        "errors": r["errors"], "last_error": r["last_error"]})
+                        "errors": r["errors"], "last_error": r["last_error"],
+                        "consecutive_errors": r["consecutive_errors"], "last_error_at": to_iso(r["last_error_at"]),
+                        "last_checked": to_iso(r["last_checked"]), "last_full_sync": to_iso(r["last_full_sync"]),
+                        "last_deletion_scan": to_iso(r["last_deletion_scan"]),
+                        "keys_read_last_scan": r["keys_read_last_scan"],
+                        "cursor": json.loads(r["cursor_json"]) if r["cursor_json"] else None})
         if store.dialect == "postgres":      # several daemons: who holds each source's lease
             from .lease import lease_table
             leases = {lease.pop("source"): lease for lease in lease_table(store)}
             for item in out:
                 if item["name"] in leases:
                     item["lease"] = leases[item["name"]]
-        return {"sources": out}
+        return {"sources": out, "daemon": daemon_status(store.get_meta("daemon"), now)}
+
+
+def daemon_status(meta: dict | None, now: float) -> dict:
+    """`running` when the last heartbeat is recent and the process (on this host) still exists."""
+    if not meta:
+        return {"running": False}
+    interval = meta.get("heartbeat_seconds") or 15.0
+    running = meta.get("stopped_at") is None and now - meta.get("heartbeat", 0) <= 3 * interval + 5
+    if running and meta.get("host") == socket.gethostname():
+        try:
+            os.kill(int(meta["pid"]), 0)
+        except ProcessLookupError:
+            running = False
+        except (PermissionError, ValueError, TypeError):
+            pass
+    return {"running": running, "pid": meta.get("pid"), "host": meta.get("host"),
+            "started_at": to_iso(meta.get("started_at")), "heartbeat": to_iso(meta.get("heartbeat")),
+            "stopped_at": to_iso(meta.get("stopped_at"))}
 
 
 def resolve_refs(store, refs: list[str], subject: str | None = None) -> list[str]:

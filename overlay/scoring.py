@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 DAY = 86400.0
 
@@ -89,16 +90,26 @@ class Score:
     days_until_expired: float | None  # until the label becomes expired (None: never)
     expired_by: str | None = None    # "ttl" | "source" when a hard expiry decided the label
     confidence: float | None = None  # ConfidencePolicy.confidence, filled by the sync engine
+    # Days until the label next changes with nothing else changing (None: never). Unrounded
+    # and never late: the daemon rescores a fact only once this much time has passed.
+    next_change_days: float | None = None
 
 
 def decay_factor(half_life_days: float) -> float:
     return 0.5 ** (1.0 / half_life_days)
 
 
+@lru_cache(maxsize=256)
+def _decay(half_life_days: float) -> tuple[float, float]:
+    """(decay_factor, its log): constants per category, computed once."""
+    d = decay_factor(half_life_days)
+    return d, math.log(d)
+
+
 def freshness(days_since_learned: float, half_life_days: float, access_count: int = 0,
               days_since_access: float | None = None) -> float:
     """The formula above; negative ages (clock skew) count as 0."""
-    d = decay_factor(half_life_days)
+    d = _decay(half_life_days)[0]
     base = d ** max(0.0, days_since_learned)
     boost = math.log1p(max(0, access_count or 0)) * 0.05
     recency = 0.1 * d ** max(0.0, days_since_access) if days_since_access is not None else 0.0
@@ -123,26 +134,33 @@ def days_until_below(threshold: float, days_since_learned: float, half_life_days
     t = log_d((threshold - boost) / (d**a + 0.1 * d**s)). None when the access
     boost alone keeps the fact above the threshold forever.
     """
-    d = decay_factor(half_life_days)
+    d, log_d = _decay(half_life_days)
     boost = math.log1p(max(0, access_count or 0)) * 0.05
-    if threshold - boost <= 0:
-        return None
     decaying = d ** max(0.0, days_since_learned)
     if days_since_access is not None:
         decaying += 0.1 * d ** max(0.0, days_since_access)
+    return _until(threshold, boost, decaying, log_d)
+
+
+def _until(threshold: float, boost: float, decaying: float, log_d: float) -> float | None:
+    """days_until_below's closed form on precomputed parts (score_fact shares them)."""
+    if threshold - boost <= 0:
+        return None
     if decaying + boost < threshold:
         return 0.0
-    return max(0.0, math.log((threshold - boost) / decaying) / math.log(d))
+    return max(0.0, math.log((threshold - boost) / decaying) / log_d)
 
 
 def score_fact(as_of: float, learned_at: float | None, policy: CategoryPolicy,
                thresholds: Thresholds = Thresholds(), access_count: int = 0,
-               accessed_at: float | None = None, expires_at: float | None = None) -> Score:
+               accessed_at: float | None = None, expires_at: float | None = None,
+               confidence: float | None = None) -> Score:
     """Score one fact at `as_of` (all times epoch seconds UTC).
 
     `learned_at` None (a store without timestamps) scores as learned at `as_of`.
     `expires_at` is an expiry the source itself records (LangGraph's expires_at,
     mem0's expiration_date); past it the fact is expired.
+    `confidence` is not computed here; the sync engine passes it through to the Score.
     """
     age = max(0.0, (as_of - learned_at) / DAY) if learned_at is not None else 0.0
     since_access = max(0.0, (as_of - accessed_at) / DAY) if accessed_at is not None else None
@@ -151,6 +169,16 @@ def score_fact(as_of: float, learned_at: float | None, policy: CategoryPolicy,
     label = label_for(value, thresholds)
     days_left = days_until_below(thresholds.fresh, age, policy.half_life_days, access_count, since_access)
     until_expired = days_until_below(thresholds.stale, age, policy.half_life_days, access_count, since_access)
+    # Freshness only falls with time, so the label walks fresh -> aging -> stale -> expired;
+    # the next change is the crossing of the current label's lower threshold.
+    if label == "fresh":
+        next_change = days_left
+    elif label == "aging":
+        next_change = days_until_below(thresholds.aging, age, policy.half_life_days, access_count, since_access)
+    elif label == "stale":
+        next_change = until_expired
+    else:
+        next_change = None
 
     hard_limits = []
     if policy.ttl_days is not None:
@@ -164,8 +192,12 @@ def score_fact(as_of: float, learned_at: float | None, policy: CategoryPolicy,
         until_expired = remaining if until_expired is None else min(until_expired, remaining)
         if remaining <= 0.0 and expired_by is None:
             expired_by = reason
+        if label != "expired":
+            next_change = remaining if next_change is None else min(next_change, remaining)
     if expired_by is not None:
         label = "expired"
+        next_change = None
     return Score(round(value, 6), label, round(age, 6),
                  None if days_left is None else round(days_left, 3),
-                 None if until_expired is None else round(until_expired, 3), expired_by)
+                 None if until_expired is None else round(until_expired, 3), expired_by,
+                 confidence=confidence, next_change_days=next_change)

@@ -142,7 +142,26 @@ MIGRATIONS: list[str] = [
     CREATE INDEX actions_run_at ON actions(run_at);
     CREATE INDEX actions_state ON actions(state) WHERE state = 'pending';
     """,
-    # v5: several daemons on one (Postgres) overlay (overlay/lease.py). `leases` names the
+    # v5: the daemon. `next_change` is the epoch at which a live fact's label next changes
+    # with nothing else changing (NULL: never, or not live); the scheduled rescore reads
+    # only `next_change <= now` through its index. Existing facts start due (0).
+    """
+    ALTER TABLE facts ADD COLUMN next_change REAL;
+    UPDATE facts SET next_change = CASE WHEN status IN ('active', 'contradicted') THEN 0 END;
+    CREATE INDEX facts_next_change ON facts(next_change);
+    ALTER TABLE sources ADD COLUMN config_hash TEXT;
+    ALTER TABLE sources ADD COLUMN last_full_sync REAL;
+    ALTER TABLE sources ADD COLUMN last_deletion_scan REAL;
+    ALTER TABLE sources ADD COLUMN keys_read_last_scan INTEGER;
+    ALTER TABLE sources ADD COLUMN last_checked REAL;
+    ALTER TABLE sources ADD COLUMN consecutive_errors INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sources ADD COLUMN last_error_at REAL;
+    CREATE TABLE meta (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+    """,
+    # v6: several daemons on one (Postgres) overlay (overlay/lease.py). `leases` names the
     # daemon that holds each source's advisory lock; `epoch` grows at every takeover and
     # fences a sync of the previous holder. `sync_events` records who synced what, when.
     """
@@ -180,19 +199,31 @@ FACT_COLUMNS = ("source_id", "tbl", "pk", "ref", "subject", "key", "text", "cate
                 "updated_at", "accessed_at", "access_count", "expires_at", "content_hash",
                 "first_seen", "last_seen", "seen_sync", "changed_sync", "status", "freshness",
                 "label", "age_days", "days_left", "days_until_expired", "expired_by", "scored_as_of",
-                "confidence")
+                "confidence", "next_change")
+# A fact whose age depends on overlay state (a person's refresh, or no timestamps at all so
+# first_seen counts) cannot be scored from the record alone: the upsert leaves it unscored
+# and due (next_change 0), and the sync rescores exactly those through the index.
+_NEEDS_OVERLAY_STATE = "(facts.refreshed_at IS NOT NULL OR (excluded.created_at IS NULL AND excluded.updated_at IS NULL))"
 # Columns an upsert refreshes; first_seen, refreshed_at and a `forgotten` status survive it.
 _UPSERT_SQL = (
     f"INSERT INTO facts ({', '.join(FACT_COLUMNS)}) VALUES ({', '.join('?' * len(FACT_COLUMNS))}) "
     "ON CONFLICT (source_id, pk) DO UPDATE SET "
     + ", ".join(f"{c} = excluded.{c}" for c in FACT_COLUMNS
-                if c not in ("source_id", "pk", "first_seen", "changed_sync", "status"))
+                if c not in ("source_id", "pk", "first_seen", "changed_sync", "status", "scored_as_of",
+                             "next_change"))
     + ", changed_sync = CASE WHEN facts.content_hash = excluded.content_hash "
       "THEN facts.changed_sync ELSE excluded.changed_sync END"
     + ", status = CASE WHEN facts.status = 'forgotten' AND facts.content_hash = excluded.content_hash "
       "THEN 'forgotten' ELSE excluded.status END"
+    + f", scored_as_of = CASE WHEN {_NEEDS_OVERLAY_STATE} THEN NULL ELSE excluded.scored_as_of END"
+    + f", next_change = CASE WHEN {_NEEDS_OVERLAY_STATE} THEN 0 ELSE excluded.next_change END"
 )
 LIVE = "status IN ('active', 'contradicted')"
+# The scheduled rescore's filter. Unary + keeps the planner on the next_change index (a
+# range of due facts) rather than an index on status (every live fact).
+DUE_WHERE = "next_change <= ? AND +status IN ('active', 'contradicted')"
+_SCORE_INPUTS = ("id, category, created_at, updated_at, refreshed_at, first_seen, accessed_at, "
+                 "access_count, expires_at, confirmations")
 # Annotations ([[actions]] do = "annotate") of a fact's current content, as a JSON array.
 _ANNOTATIONS_SQL = (
     "SELECT json_group_array(json_object('action_id', a.id, 'action', a.action_index, "
@@ -342,25 +373,110 @@ class OverlayStore:
         return self.conn.execute("SELECT sync_count FROM sources WHERE id = ?", (source_id,)).fetchone()[0] + 1
 
     def finish_sync(self, source_id: int, sync_no: int, cursor: dict | None, rows_read: int,
-                    changed: int, now: float) -> None:
-        rows_seen = self.conn.execute(f"SELECT count(*) FROM facts WHERE source_id = ? AND {LIVE}",
-                                      (source_id,)).fetchone()[0]
-        self.conn.execute(
-            "UPDATE sources SET sync_count = ?, cursor_json = ?, last_sync = ?, rows_seen = ?, "
-            "rows_read_last_sync = ?, last_change = CASE WHEN ? > 0 THEN ? ELSE last_change END, "
-            "last_error = NULL WHERE id = ?",
-            (sync_no, json.dumps(cursor) if cursor is not None else None, now, rows_seen, rows_read,
-             changed, now, source_id))
+                    changed: int, now: float, *, full: bool = True, config_hash: str | None = None,
+                    rows_seen_delta: int | None = None) -> None:
+        """Store the cursor and counters of a sync (inside the sync's transaction).
 
-    def record_error(self, name: str, message: str) -> None:
-        self.conn.execute("UPDATE sources SET errors = errors + 1, last_error = ? WHERE name = ?",
-                          (message, name))
+        `rows_seen_delta` (incremental syncs) adjusts the live count instead of recounting
+        the source's facts, so a tick's overlay work stays proportional to what changed.
+        """
+        if rows_seen_delta is None:
+            rows_seen = self.count_live(source_id)
+        else:
+            rows_seen = self.conn.execute("SELECT rows_seen FROM sources WHERE id = ?",
+                                          (source_id,)).fetchone()[0] + rows_seen_delta
+        self.conn.execute(
+            "UPDATE sources SET sync_count = ?, cursor_json = ?, last_sync = ?, last_checked = ?, rows_seen = ?, "
+            "rows_read_last_sync = ?, last_change = CASE WHEN ? > 0 THEN ? ELSE last_change END, "
+            "last_error = NULL, consecutive_errors = 0, "
+            "config_hash = coalesce(?, config_hash), "
+            "last_full_sync = CASE WHEN ? THEN ? ELSE last_full_sync END, "
+            "last_deletion_scan = CASE WHEN ? THEN ? ELSE last_deletion_scan END WHERE id = ?",
+            (sync_no, json.dumps(cursor) if cursor is not None else None, now, now, rows_seen, rows_read,
+             changed, now, config_hash, int(full), now, int(full), now, source_id))
+
+    def count_live(self, source_id: int) -> int:
+        return self.conn.execute(f"SELECT count(*) FROM facts WHERE source_id = ? AND {LIVE}",
+                                 (source_id,)).fetchone()[0]
+
+    def live_count_of(self, source_id: int, pks: list[str]) -> int:
+        """How many of these pks (JSON text) are live facts of the source now (index lookups)."""
+        n = 0
+        for i in range(0, len(pks), 500):
+            chunk = pks[i:i + 500]
+            n += self.conn.execute(
+                f"SELECT count(*) FROM facts WHERE source_id = ? AND pk IN ({', '.join('?' * len(chunk))}) "
+                f"AND {LIVE}", (source_id, *chunk)).fetchone()[0]
+        return n
+
+    def ids_of(self, source_id: int, pks: list[str]) -> list[int]:
+        out: list[int] = []
+        for i in range(0, len(pks), 500):
+            chunk = pks[i:i + 500]
+            out += [r[0] for r in self.conn.execute(
+                f"SELECT id FROM facts WHERE source_id = ? AND pk IN ({', '.join('?' * len(chunk))})",
+                (source_id, *chunk))]
+        return out
+
+    def finish_deletion_scan(self, source_id: int, keys_read: int, now: float) -> None:
+        self.conn.execute(
+            "UPDATE sources SET last_deletion_scan = ?, keys_read_last_scan = ?, rows_seen = ?, "
+            "last_checked = ?, last_error = NULL, consecutive_errors = 0 WHERE id = ?",
+            (now, keys_read, self.count_live(source_id), now, source_id))
+
+    def mark_checked(self, times: dict[str, float]) -> None:
+        """Sources the daemon found unchanged are in sync as of these times (lag)."""
+        self.conn.executemany("UPDATE sources SET last_checked = max(coalesce(last_checked, 0), ?) WHERE name = ?",
+                              [(t, name) for name, t in times.items()])
+
+    def record_error(self, name: str, message: str, now: float | None = None) -> None:
+        self.conn.execute("UPDATE sources SET errors = errors + 1, consecutive_errors = consecutive_errors + 1, "
+                          "last_error = ?, last_error_at = ? WHERE name = ?",
+                          (message, time.time() if now is None else now, name))
+
+    # -- meta (daemon heartbeat) ---------------------------------------------------------
+    def get_meta(self, key: str) -> Any:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def set_meta(self, key: str, value: Any) -> None:
+        if value is None:
+            self.conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+            return
+        self.conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET "
+                          "value = excluded.value", (key, json.dumps(value)))
 
     def cursor_of(self, source_id: int) -> dict | None:
         row = self.conn.execute("SELECT cursor_json FROM sources WHERE id = ?", (source_id,)).fetchone()
         return json.loads(row[0]) if row and row[0] else None
 
     # -- facts --------------------------------------------------------------------------
+    # Indexes only readers use, not the upsert's conflict checks. Their keys arrive in
+    # random order, so past the page cache each row costs random page writes (at 1M
+    # facts: ~18 s of a ~30 s first sync); a bulk load drops them and builds them again
+    # by sorting, inside the same transaction (a crash rolls the drop back too).
+    BULK_INDEXES = ("facts_block", "facts_next_change")
+
+    def drop_bulk_indexes(self) -> list[str]:
+        """Drop BULK_INDEXES (inside a transaction); returns the SQL that recreates them.
+
+        Not on Postgres: DROP INDEX locks `facts` for every other daemon sharing the overlay."""
+        if self.dialect == "postgres":
+            return []
+        rows = self.conn.execute(
+            f"SELECT name, sql FROM sqlite_master WHERE type = 'index' AND name IN "
+            f"({', '.join('?' * len(self.BULK_INDEXES))})", self.BULK_INDEXES).fetchall()
+        for name, _ in rows:
+            self.conn.execute(f'DROP INDEX "{name}"')
+        return [sql for _, sql in rows]
+
+    def create_indexes(self, statements: list[str]) -> None:
+        for sql in statements:
+            self.conn.execute(sql)
+
+    def max_fact_id(self) -> int:
+        return self.conn.execute("SELECT coalesce(max(id), 0) FROM facts").fetchone()[0]
+
     def upsert_facts(self, rows: Iterable[tuple]) -> None:
         """Rows are tuples in FACT_COLUMNS order; call inside a transaction."""
         self.conn.executemany(_UPSERT_SQL, rows)
@@ -368,9 +484,45 @@ class OverlayStore:
     def mark_unseen_deleted(self, source_id: int, sync_no: int) -> int:
         """After a full read: facts the source no longer has are `deleted` (kept, not erased)."""
         cur = self.conn.execute(
-            "UPDATE facts SET status = 'deleted' WHERE source_id = ? AND seen_sync < ? "
+            "UPDATE facts SET status = 'deleted', next_change = NULL WHERE source_id = ? AND seen_sync < ? "
             "AND status != 'deleted'", (source_id, sync_no))
         return cur.rowcount
+
+    # -- key-only deletion pass ------------------------------------------------------------
+    def load_source_keys(self, pks: Iterable[str], batch: int = 10000) -> int:
+        """Fill the connection's TEMP table `mw_keys` with a source's live keys (JSON text)."""
+        self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS mw_keys (pk TEXT PRIMARY KEY) WITHOUT ROWID")
+        self.conn.execute("DELETE FROM temp.mw_keys")
+        n = 0
+        chunk: list[tuple[str]] = []
+        for pk in pks:
+            chunk.append((pk,))
+            if len(chunk) >= batch:
+                self.conn.executemany("INSERT OR IGNORE INTO temp.mw_keys (pk) VALUES (?)", chunk)
+                n += len(chunk)
+                chunk.clear()
+        if chunk:
+            self.conn.executemany("INSERT OR IGNORE INTO temp.mw_keys (pk) VALUES (?)", chunk)
+            n += len(chunk)
+        return n
+
+    def mark_missing_keys_deleted(self, source_id: int) -> list[int]:
+        """Live facts whose key is not in `mw_keys` are `deleted` (kept, not erased); their ids."""
+        ids = [r[0] for r in self.conn.execute(
+            f"SELECT id FROM facts WHERE source_id = ? AND {LIVE} "
+            "AND pk NOT IN (SELECT pk FROM temp.mw_keys)", (source_id,))]
+        self.conn.executemany("UPDATE facts SET status = 'deleted', next_change = NULL WHERE id = ?",
+                              ((i,) for i in ids))
+        return ids
+
+    def keys_not_in_overlay(self, source_id: int) -> list[str]:
+        """Keys the source has but the overlay holds no non-deleted fact for (missed rows)."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT k.pk FROM temp.mw_keys k WHERE NOT EXISTS (SELECT 1 FROM facts f WHERE "
+            "f.source_id = ? AND f.pk = k.pk AND f.status != 'deleted')", (source_id,))]
+
+    def drop_source_keys(self) -> None:
+        self.conn.execute("DROP TABLE IF EXISTS temp.mw_keys")
 
     def fact_id(self, ref: str) -> int | None:
         row = self.conn.execute("SELECT id FROM facts WHERE ref = ?", (ref,)).fetchone()
@@ -400,20 +552,35 @@ class OverlayStore:
         self.conn.executemany("DELETE FROM contradictions WHERE older_id = ? OR newer_id = ?",
                               ((i, i) for i in fact_ids))
 
-    def apply_contradiction_status(self, source_id: int | None = None) -> None:
+    def apply_contradiction_status(self, source_id: int | None = None, fact_ids: Iterable[int] | None = None) -> None:
         """status = contradicted exactly for live facts a live newer fact contradicts.
 
         Only facts that are contradicted now or are the older side of a stored contradiction
         can change; every other live fact is active and stays so. Looking at those alone
         (status index, contradictions table) keeps a one-row sync from touching every fact.
+        With `fact_ids`, only those facts are recomputed (an incremental sync passes the
+        facts it touched and their older partners: `older_partners()`).
         """
+        sql = ("UPDATE facts SET status = CASE WHEN EXISTS (SELECT 1 FROM contradictions c JOIN facts n "
+               "ON n.id = c.newer_id WHERE c.older_id = facts.id AND n.status IN ('active', 'contradicted')) "
+               "THEN 'contradicted' ELSE 'active' END WHERE status IN ('active', 'contradicted')")
+        if fact_ids is not None:
+            self.conn.executemany(sql + " AND id = ?", ((i,) for i in fact_ids))
+            return
         scope = "" if source_id is None else f" AND source_id = {int(source_id)}"
         self.conn.execute(
-            "UPDATE facts SET status = CASE WHEN EXISTS (SELECT 1 FROM contradictions c JOIN facts n "
-            "ON n.id = c.newer_id WHERE c.older_id = facts.id AND n.status IN ('active', 'contradicted')) "
-            "THEN 'contradicted' ELSE 'active' END WHERE status IN ('active', 'contradicted') "
-            "AND id IN (SELECT id FROM facts WHERE status = 'contradicted' UNION SELECT older_id FROM contradictions)"
-            f"{scope}")
+            sql + " AND id IN (SELECT id FROM facts WHERE status = 'contradicted' UNION SELECT older_id "
+            f"FROM contradictions){scope}")
+
+    def has_contradictions(self) -> bool:
+        return self.conn.execute("SELECT 1 FROM contradictions LIMIT 1").fetchone() is not None
+
+    def older_partners(self, fact_ids: Iterable[int]) -> set[int]:
+        """Facts that these (newer) facts contradict: their status depends on these."""
+        out: set[int] = set()
+        for i in fact_ids:
+            out.update(r[0] for r in self.conn.execute("SELECT older_id FROM contradictions WHERE newer_id = ?", (i,)))
+        return out
 
     def contradicted_by(self, fact_id: int) -> list[str]:
         return [r[0] for r in self.conn.execute(
@@ -488,31 +655,62 @@ class OverlayStore:
         return out
 
     def rescore(self, score_row, as_of: float, source_ids: list[int] | None = None, batch: int = 5000,
-                fact_ids: list[int] | None = None) -> int:
-        """Recompute freshness/label/confidence of live facts at `as_of` with `score_row(row) -> Score`."""
+                fact_ids: list[int] | None = None, next_change=None) -> int:
+        """Recompute freshness/label/confidence of live facts at `as_of` with `score_row(row) -> Score`.
+
+        `next_change(as_of, score)` gives the epoch stored in `next_change` (None: never due).
+        """
         scope, params = _scope("source_id", source_ids)
         if fact_ids is not None:
             more, more_params = _scope("id", fact_ids)
             scope, params = scope + more, params + more_params
-        rows = self.conn.execute(
-            f"SELECT id, category, created_at, updated_at, refreshed_at, accessed_at, access_count, expires_at, "
-            f"first_seen, confirmations FROM facts WHERE {LIVE} AND scored_as_of IS NOT ? {scope}", (as_of, *params))
+        with self.transaction():
+            rows = self.conn.execute(
+                f"SELECT {_SCORE_INPUTS} FROM facts WHERE {LIVE} AND scored_as_of IS NOT ? {scope}",
+                (as_of, *params))
+            return self._write_scores(rows, score_row, as_of, batch, next_change)
+
+    def rescore_due(self, score_row, as_of: float, now: float, next_change, source_ids: list[int] | None = None,
+                    batch: int = 5000) -> int:
+        """Rescore only facts whose label can have changed by `now` (`next_change <= now`, indexed).
+
+        `next_change(as_of, score)` must return an epoch > `now` (or None) so each fact leaves
+        the due range once rescored; pages are fetched whole before they are updated.
+        """
+        scope, params = _scope("+source_id", source_ids)   # unary +: the next_change index, not source_id's
         n = 0
         with self.transaction():
+            # Facts that stopped being live (deleted, forgotten) leave the schedule.
+            self.conn.execute(f"UPDATE facts SET next_change = NULL WHERE next_change <= ? "
+                              f"AND NOT +status IN ('active', 'contradicted') {scope}", (now, *params))
             while True:
-                chunk = rows.fetchmany(batch)
-                if not chunk:
-                    break
-                updates = []
-                for r in chunk:
-                    s = score_row(r)
-                    updates.append((s.freshness, s.label, s.age_days, s.days_left, s.days_until_expired,
-                                    s.expired_by, s.confidence, as_of, r["id"]))
-                self.conn.executemany(
-                    "UPDATE facts SET freshness = ?, label = ?, age_days = ?, days_left = ?, "
-                    "days_until_expired = ?, expired_by = ?, confidence = ?, scored_as_of = ? WHERE id = ?",
-                    updates)
-                n += len(updates)
+                page = self.conn.execute(
+                    f"SELECT {_SCORE_INPUTS} FROM facts WHERE {DUE_WHERE} {scope} LIMIT ?",
+                    (now, *params, batch)).fetchall()
+                if not page:
+                    return n
+                n += self._write_scores(iter([page]), score_row, as_of, batch, next_change, pages=True,
+                                        floor=now + 1e-3)
+
+    def _write_scores(self, rows, score_row, as_of: float, batch: int, next_change, pages: bool = False,
+                      floor: float | None = None) -> int:
+        n = 0
+        while True:
+            chunk = next(rows, None) if pages else rows.fetchmany(batch)
+            if not chunk:
+                break
+            updates = []
+            for r in chunk:
+                s = score_row(r)
+                nxt = next_change(as_of, s) if next_change else None
+                if floor is not None and nxt is not None and nxt < floor:
+                    nxt = floor   # leaves the due range, so one call never loops on a fact
+                updates.append((s.freshness, s.label, s.age_days, s.days_left, s.days_until_expired,
+                                s.expired_by, s.confidence, as_of, nxt, r["id"]))
+            self.conn.executemany(
+                "UPDATE facts SET freshness = ?, label = ?, age_days = ?, days_left = ?, days_until_expired = ?, "
+                "expired_by = ?, confidence = ?, scored_as_of = ?, next_change = ? WHERE id = ?", updates)
+            n += len(updates)
         return n
 
     def set_status(self, refs: list[str] | None, status: str, source_id: int | None = None) -> int:
@@ -527,7 +725,7 @@ class OverlayStore:
         n = 0
         for ref in refs:
             n += self.conn.execute("UPDATE facts SET refreshed_at = ?, confirmations = confirmations + 1, "
-                                   "scored_as_of = NULL WHERE ref = ?", (now, ref)).rowcount
+                                   "scored_as_of = NULL, next_change = 0 WHERE ref = ?", (now, ref)).rowcount
         return n
 
     def fact_row(self, ref: str) -> sqlite3.Row | None:

@@ -13,6 +13,7 @@ import re
 UTC = dt.timezone.utc
 _EPOCH_MS_THRESHOLD = 1e11  # larger numbers are milliseconds (year 5138 in seconds)
 _NUMERIC = re.compile(r"^\s*-?\d+(\.\d+)?\s*$")
+_NAIVE_EPOCH = dt.datetime(1970, 1, 1)
 
 
 def parse_timestamp(value) -> float | None:
@@ -24,6 +25,16 @@ def parse_timestamp(value) -> float | None:
         >>> parse_timestamp("2024-11-29 13:19:39")
         1732886379.0
     """
+    if value.__class__ is str and len(value) >= 10 and value[4] == "-":
+        # Fast path for ISO text (most stores): the same result as the general path below.
+        try:
+            parsed = dt.datetime.fromisoformat(value)
+        except ValueError:
+            pass
+        else:
+            if parsed.tzinfo is None:
+                return (parsed - _NAIVE_EPOCH).total_seconds()
+            return parsed.timestamp()
     if value is None or value == "" or value == b"":
         return None
     if isinstance(value, (bytes, bytearray, memoryview)):

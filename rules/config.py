@@ -42,6 +42,35 @@ CI_FRACTIONS = ("max_stale_ratio", "min_avg_freshness")   # must lie in [0, 1]
 DETECTOR_KEYS = {"enabled": bool, "pack": str, "min_confidence": (int, float)}
 EMBEDDINGS_KEYS = {"enabled": bool, "model": str, "threshold": (int, float), "device": str}
 JUDGE_KEYS = {"enabled": bool, "url": str, "model": str, "api_key_env": str, "timeout": (int, float)}
+LOG_FORMATS = ("text", "json")
+
+
+@dataclass
+class DaemonConfig:
+    """[daemon]: how often the sidecar looks, rescans and retries. Seconds throughout."""
+
+    debounce_seconds: float = 0.2          # quiet time after a file event before a sync
+    max_delay_seconds: float = 2.0         # a constant stream of writes still syncs this often
+    deletion_scan_seconds: float = 300.0   # key-only pass finding rows deleted in the source
+    update_scan_seconds: float = 30.0      # updated_at without an index: scan for updates this often
+    rescore_seconds: float = 60.0          # recompute the labels whose time has come
+    full_resync_seconds: float = 0.0       # periodic full re-read (0: never; for stores without updated_at)
+    backoff_initial_seconds: float = 1.0   # first retry after a source fails
+    backoff_max_seconds: float = 300.0     # retries back off exponentially up to this
+    error_log_seconds: float = 60.0        # a failing source logs at most once per this
+    busy_timeout_seconds: float = 1.0      # how long a read waits on a bot's lock before retrying later
+    heartbeat_seconds: float = 15.0        # how often `status` learns the daemon is alive
+    log_format: str = "text"               # text | json (overridden by --log-format)
+
+
+# key -> (minimum, whether the minimum itself is allowed)
+DAEMON_KEYS = {
+    "debounce_seconds": (0.0, True), "max_delay_seconds": (0.0, False),
+    "deletion_scan_seconds": (0.0, False), "update_scan_seconds": (0.0, True), "rescore_seconds": (0.0, False),
+    "full_resync_seconds": (0.0, True), "backoff_initial_seconds": (0.0, False),
+    "backoff_max_seconds": (0.0, False), "error_log_seconds": (0.0, True),
+    "busy_timeout_seconds": (0.0, True), "heartbeat_seconds": (0.0, False),
+}
 
 
 @dataclass
@@ -139,6 +168,7 @@ class Config:
     detector: dict[str, Any] = field(default_factory=dict)     # validated [detector]
     embeddings: dict[str, Any] = field(default_factory=dict)   # validated [embeddings]
     judge: dict[str, Any] = field(default_factory=dict)        # validated [judge]
+    daemon: DaemonConfig = field(default_factory=DaemonConfig)
 
     @property
     def base_dir(self) -> Path:
@@ -239,8 +269,7 @@ def parse_config(raw: dict, path: Path | None = None) -> Config:
         setattr(cfg, section, dict(body))
     if cfg.judge.get("enabled", True) and cfg.judge and "url" not in cfg.judge:
         v.fail("judge.url", "is required to use a judge (an OpenAI-compatible base URL)")
-    if "daemon" in raw:
-        v.table(raw, "daemon")
+    cfg.daemon = _parse_daemon(v, v.table(raw, "daemon"))
     return cfg
 
 
@@ -296,6 +325,29 @@ def _check_limits(v: "_Validator", table: dict, where: str) -> None:
             v.fail(f"{where}.{key}", f"must be between 0 and 1, not {value!r}")
         if value < 0:
             v.fail(f"{where}.{key}", f"must be >= 0, not {value!r}")
+
+
+def _parse_daemon(v: "_Validator", body: dict) -> DaemonConfig:
+    v.known(body, "daemon", set(DAEMON_KEYS) | {"log_format"})
+    values: dict[str, Any] = {}
+    for key, (minimum, inclusive) in DAEMON_KEYS.items():
+        value = v.typed(body, "daemon", key, (int, float), None)
+        if value is None:
+            continue
+        if value < minimum or (value == minimum and not inclusive):
+            v.fail(f"daemon.{key}", f"must be {'>=' if inclusive else '>'} {minimum:g}, not {value!r}")
+        values[key] = float(value)
+    fmt = v.typed(body, "daemon", "log_format", str, None)
+    if fmt is not None:
+        if fmt not in LOG_FORMATS:
+            v.fail("daemon.log_format", f"must be one of {', '.join(LOG_FORMATS)}, not {fmt!r}")
+        values["log_format"] = fmt
+    cfg = DaemonConfig(**values)
+    if cfg.backoff_max_seconds < cfg.backoff_initial_seconds:
+        v.fail("daemon.backoff_max_seconds", "must be >= daemon.backoff_initial_seconds")
+    if cfg.max_delay_seconds < cfg.debounce_seconds:
+        v.fail("daemon.max_delay_seconds", "must be >= daemon.debounce_seconds")
+    return cfg
 
 
 def _parse_source(v: "_Validator", body: Any, i: int, base_dir: Path) -> SourceConfig:
