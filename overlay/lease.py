@@ -241,6 +241,10 @@ class Leases:
     def holds(self, name: str) -> bool:
         return name in self.held
 
+    def held_names(self) -> list[str]:
+        with self._lock:
+            return sorted(self.held)
+
     @contextlib.contextmanager
     def guard(self, store, source: str) -> Iterator[None]:
         """Fence one sync (call inside the sync's transaction on the overlay store).

@@ -221,7 +221,8 @@ class SyncEngine:
             connector.open()
         warned = len(connector.warnings)
         try:
-            with store.transaction():
+            guard = self.guard(store, source.name) if self.guard else contextlib.nullcontext()
+            with store.transaction(), guard:
                 source_id = row["id"]
                 keys_before, rows_before = connector.keys_read, connector.rows_read
                 store.load_source_keys(pk_json(pk) for pk in connector.keys())
