@@ -376,3 +376,29 @@ def test_daemons_opening_a_new_overlay_together_migrate_it_once(pg_overlay):
         assert list(pool.map(open_close, range(6))) == [SCHEMA_VERSION] * 6
     with OverlayStore(dsn) as store:
         assert store.conn.execute("SELECT count(*) FROM memwatch_meta").fetchone()[0] == 1
+
+
+def test_the_api_never_stores_the_overlay_password(pg_server_dsn):
+    """Facts added through the API on a password-protected Postgres overlay: the native
+    source's target (shown by `status`) is the redacted DSN."""
+    import psycopg
+    from psycopg import conninfo, sql
+
+    from conftest import pg_url
+    from memwatch_overlay.overlay.api import MemWatch
+    role, name = f"mw_{uuid.uuid4().hex[:8]}", f"memwatch_pw_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD 'pw-hidden-1'").format(sql.Identifier(role)))
+        conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(name), sql.Identifier(role)))
+    try:
+        dsn = pg_url({**conninfo.conninfo_to_dict(pg_server_dsn), "user": role, "password": "pw-hidden-1"}, name)
+        with MemWatch(db=dsn) as mw:
+            mw.add("employer", "works at Google")
+        status = maintenance.source_status(None, dsn)
+        assert status["sources"] and "pw-hidden-1" not in json.dumps(status)
+        stats = maintenance.overlay_stats(None, dsn)
+        assert "pw-hidden-1" not in json.dumps(stats) and stats["summary"]["total"] == 1
+    finally:
+        with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+            conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
