@@ -1,8 +1,8 @@
 """A fleet member for tests/test_lease.py: claims source leases on a Postgres overlay and
 syncs the sources it holds, in a loop, until STOP_FILE exists.
 
-Stands in for `memwatch-overlay daemon` (issue 4) until the daemon integrates the leases:
-the lease module, the overlay and the sync engine are the real ones.
+A tight loop (a full sync of every held source each pass) that exercises the lease module
+harder than the daemon does; the lease module, the overlay and the sync engine are the real ones.
 
 usage: python lease_worker.py OVERLAY_DSN CONFIG OWNER STOP_FILE
 """

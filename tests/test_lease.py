@@ -1,7 +1,8 @@
 """Several daemons on one Postgres overlay: advisory-lock leases, takeover, fencing.
 
-The daemon (issue 4) is not on main yet, so the fleet members here are real processes
-running tests/lease_worker.py (the real lease module, overlay and sync engine in a loop).
+The lease module alone: fleet members here are real processes running tests/lease_worker.py
+(the real lease module, overlay and sync engine in a tight loop); the daemon with leases is
+tested in tests/test_daemon_fleet.py.
 """
 from __future__ import annotations
 
