@@ -59,7 +59,11 @@ def detect(target: str) -> Detection:
         from .json_file import describe_file
         tables = describe_file(Path(target))
     else:
-        from .postgres import describe_dsn
+        try:
+            from .postgres import describe_dsn
+        except ImportError:
+            raise ConnectorError(f"{redact_dsn(target)}: reading Postgres needs the [postgres] extra "
+                                 "(pip install 'memwatch-overlay[postgres]')") from None
         tables = describe_dsn(target)
     matches = []
     for cls in available_presets().values():

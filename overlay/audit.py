@@ -131,11 +131,17 @@ def fact_dict(row) -> dict:
     }
 
 
-def open_overlay(config: Config | None, overlay_path: str | None) -> OverlayStore:
+def overlay_target(config: Config | None, overlay_path: str | None) -> str:
+    """Where the overlay lives: --overlay, else [overlay] dsn, else [overlay] path (a file)."""
     if overlay_path:
-        return OverlayStore(overlay_path)
+        return str(overlay_path)
     cfg = config or Config()
-    return OverlayStore(cfg.resolved_overlay_path())
+    return cfg.overlay_dsn or str(cfg.resolved_overlay_path())
+
+
+def open_overlay(config: Config | None, overlay_path: str | None) -> OverlayStore:
+    """The overlay store: SQLite for a file, Postgres for a postgresql:// DSN."""
+    return OverlayStore(overlay_target(config, overlay_path))
 
 
 def judge(result: AuditResult, config: Config) -> None:

@@ -32,7 +32,7 @@ _HIDDEN = {"sources": {"id"}, "facts": {"id", "source_id"}, "contradictions": {"
 
 
 def _columns(store: OverlayStore, table: str) -> list[str]:
-    return [r[1] for r in store.conn.execute(f"PRAGMA table_info({table})") if r[1] not in _HIDDEN[table]]
+    return [c for c in store.table_columns(table) if c not in _HIDDEN[table]]
 
 
 def _line(obj: dict) -> str:
@@ -104,7 +104,7 @@ class _Importer:
             cur = self.store.conn.execute(
                 f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
                 [values[c] for c in cols])
-        except sqlite3.Error as exc:   # a duplicate ref, a NOT NULL column left out…
+        except (sqlite3.Error, OverlayError) as exc:   # a duplicate ref, a NOT NULL column left out…
             self.fail(f"cannot import this {table[:-1]}: {exc}")
         return cur.lastrowid
 
@@ -132,7 +132,7 @@ class _Importer:
 def import_overlay(store: OverlayStore, lines, name: str = "<input>") -> dict:
     """Load an export into `store`, which must be empty; all or nothing."""
     if store.conn.execute("SELECT (SELECT count(*) FROM sources) + (SELECT count(*) FROM facts)").fetchone()[0]:
-        raise OverlayError(f"{store.path}: the overlay is not empty; import into a new overlay file")
+        raise OverlayError(f"{store.label}: the overlay is not empty; import into a new overlay file")
     imp = _Importer(store, name)
     with store.transaction():
         header_seen = False

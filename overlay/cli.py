@@ -100,12 +100,14 @@ def output_options(fn):
 
 overlay_option = click.option(
     "--overlay", "--db", "overlay_path", type=click.Path(dir_okay=False),
-    help="Overlay database (the Python API's db=); default .memwatch/overlay.db beside the config, or here.")
+    help="Overlay database file or postgresql:// DSN (the Python API's db=); default [overlay] in the config, "
+         "else .memwatch/overlay.db beside the config, or here.")
 config_option = click.option("--config", "config_path", type=click.Path(dir_okay=False), help="memwatch.toml to use.")
 
 
 def _overlay_file(config: Config | None, overlay_path: str | None) -> str:
-    return overlay_path or str((config or Config()).resolved_overlay_path())
+    from .audit import overlay_target
+    return overlay_target(config, overlay_path)
 
 
 def _memwatch(config_path: str | None, overlay_path: str | None, subject: str | None = None):
@@ -144,7 +146,8 @@ def main():
 @click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), default="table", show_default=True)
 @output_options
 @click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False),
-              help="Overlay database (default .memwatch/overlay.db beside the config, or in the current folder).")
+              help="Overlay database file or postgresql:// DSN (default [overlay] in the config, else "
+                   ".memwatch/overlay.db beside the config, or in the current folder).")
 @threshold_options
 @handle_errors
 def audit(target, config_path, source_name, as_of, fmt, output_path, html_path, github, overlay_path,
@@ -610,7 +613,7 @@ def _plan_config(path: str | None) -> Config:
 @main.command()
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),
               help="memwatch.toml with [[actions]] (default ./memwatch.toml).")
-@click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False), help="Overlay database.")
+@click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False), help="Overlay database file or postgresql:// DSN.")
 @click.option("--source", "source_names", multiple=True, help="Only this source (repeatable).")
 @click.option("--as-of", "as_of", help="Score as if now were this date/time (UTC).")
 @click.option("--apply", "do_apply", is_flag=True,
@@ -640,7 +643,7 @@ def plan(config_path, overlay_path, source_names, as_of, do_apply, fmt):
 @click.argument("action_ids", nargs=-1, type=int)
 @click.option("--since", "since", help="Undo every action applied at or after this date/time (UTC).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="memwatch.toml to use.")
-@click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False), help="Overlay database.")
+@click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False), help="Overlay database file or postgresql:// DSN.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @handle_errors
 def undo(action_ids, since, config_path, overlay_path, fmt):
@@ -662,7 +665,7 @@ def undo(action_ids, since, config_path, overlay_path, fmt):
 
 @main.command()
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="memwatch.toml to use.")
-@click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False), help="Overlay database.")
+@click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False), help="Overlay database file or postgresql:// DSN.")
 @click.option("--source", "source_name", help="Only this source.")
 @click.option("--limit", type=int, default=50, show_default=True, help="How many recent actions.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)

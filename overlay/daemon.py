@@ -44,6 +44,7 @@ from ..connectors.registry import make_connector
 from ..rules.config import Config, SourceConfig
 from .audit import open_overlay
 from .errors import ConfigError, ExitStatus, MemwatchError
+from .lease import LeaseLost
 from .logs import LOGGER_NAME
 from .store import OverlayStore
 from .sync import SyncEngine, SyncStats
@@ -135,6 +136,7 @@ class Daemon:
         self._next_rescore = 0.0
         self._next_heartbeat = 0.0
         self._started_at = 0.0
+        self.leases = None        # overlay/lease.py, when the overlay is on Postgres
 
     # -- lifecycle ----------------------------------------------------------------------
     def __enter__(self) -> "Daemon":
@@ -153,15 +155,22 @@ class Daemon:
             self.store = open_overlay(self.config, self.overlay_path)
             from .detect_changed import make_detector   # contradictions, as audit finds them
             self.engine = SyncEngine(self.store, self.config, detector=make_detector(self.config))
+            if self.store.dialect == "postgres":
+                # Several daemons may share this overlay: each syncs only the sources it leases.
+                from .lease import DEFAULT_HEARTBEAT_SECONDS, Leases
+                self.leases = Leases(self.store.path, heartbeat_seconds=min(
+                    DEFAULT_HEARTBEAT_SECONDS, self.settings.heartbeat_seconds)).start()
+                self.engine.guard = self.leases.guard
             mono = time.monotonic()
             for source in self.config.sources:
                 self.states.append(self._initial_state(source, mono))
             self._start_observer()
             self._heartbeat(force=True)
         mode = "polling" if self.poll else "file events + polling"
-        self.log.info("daemon started: %d source(s), overlay %s, %s", len(self.states), self.store.path, mode,
+        self.log.info("daemon started: %d source(s), overlay %s, %s", len(self.states), self.store.label, mode,
                       extra={"event": "start", "sources": [s.name for s in self.states],
-                             "overlay": str(self.store.path), "pid": os.getpid()})
+                             "overlay": self.store.label, "pid": os.getpid(),
+                             **({"lease_owner": self.leases.owner} if self.leases else {})})
 
     def request_stop(self, reason: str = "stop requested") -> None:
         """Ask the loop to stop after the current transaction (safe in a signal handler)."""
@@ -212,6 +221,11 @@ class Daemon:
                 except Exception as exc:
                     self.first_error = self.first_error or exc
                 self.store.close()
+            if self.leases is not None:
+                try:
+                    self.leases.close()
+                except Exception as exc:
+                    self.first_error = self.first_error or exc
         self.log.info("daemon stopped (%s) after %d tick(s), %d sync(s)", self.stop_reason, self.ticks, self.syncs,
                       extra={"event": "stop", "reason": self.stop_reason, "ticks": self.ticks, "syncs": self.syncs})
 
@@ -238,9 +252,13 @@ class Daemon:
     def tick(self, force: bool = False) -> None:
         """Service every source that is dirty or due, then the rescore and heartbeat if due."""
         self.ticks += 1
-        for state in self.states:
+        if self.leases is not None:
+            self._balance_leases()
+        for state in list(self.states):
             if self._stop.is_set():
                 return
+            if self.leases is not None and not self.leases.holds(state.name):
+                continue
             mono = time.monotonic()
             if mono < state.retry_at and not force:
                 continue
@@ -304,6 +322,10 @@ class Daemon:
                 state.changed_since_scan = False
                 state.next_deletion_scan = time.monotonic() + self.settings.deletion_scan_seconds
                 self._synced(state, "deletions", stats)
+        except LeaseLost as exc:     # another daemon holds the source now: not an error
+            self.log.info("%s: %s", state.name, exc, extra={"event": "lease_lost", "source": state.name})
+            self._close_connector(state)
+            return
         except Exception as exc:  # one source's trouble must not stop the others
             self._failed(state, exc)
             return
@@ -379,7 +401,7 @@ class Daemon:
 
     def _rescore(self) -> None:
         try:
-            n = self.engine.rescore_due(self.clock())
+            n = self.engine.rescore_due(self.clock(), source_ids=self._held_source_ids())
         except Exception as exc:
             self.log.error("rescore failed: %s", exc, extra={"event": "error", "error": str(exc)})
             return
@@ -537,8 +559,39 @@ class Daemon:
                 "heartbeat": self.clock(), "heartbeat_seconds": self.settings.heartbeat_seconds,
                 "sources": [s.name for s in self.states]}
 
+    def _held_source_ids(self) -> list[int] | None:
+        """Sources this daemon rescores: all of them, or with leases only those it holds."""
+        if self.leases is None:
+            return None
+        rows = (self.store.source_row(name) for name in self.leases.held_names())
+        return [r["id"] for r in rows if r is not None]
+
+    def _balance_leases(self) -> None:
+        """Give back what is over the fair share, take free sources; a source taken starts
+        from what the overlay knows of it (cursor, last scans), as at daemon start."""
+        names = [s.name for s in self.states]
+        try:
+            dropped = self.leases.take_lost() | set(self.leases.rebalance(names))
+            taken = self.leases.claim(names)
+        except MemwatchError as exc:
+            self.log.error("leases: %s", exc, extra={"event": "error", "error": str(exc)})
+            return
+        mono = time.monotonic()
+        for i, state in enumerate(self.states):
+            if state.name in dropped:
+                self._close_connector(state)
+                self.log.info("%s: lease released", state.name, extra={"event": "lease_released", "source": state.name})
+            if state.name in taken:
+                self._close_connector(state)
+                fresh = self._initial_state(state.source, mono)
+                with self._lock:
+                    self.states[i] = fresh
+                self.log.info("%s: lease taken (epoch %d)", state.name, self.leases.held[state.name],
+                              extra={"event": "lease_taken", "source": state.name})
+
     def _write_checked(self) -> None:
-        checked = {s.name: s.checked_at for s in self.states if s.checked_at is not None}
+        checked = {s.name: s.checked_at for s in self.states if s.checked_at is not None
+                   and (self.leases is None or self.leases.holds(s.name))}
         if checked:
             self.store.mark_checked(checked)
 

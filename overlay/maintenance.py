@@ -15,7 +15,7 @@ from .timeparse import to_iso
 
 def overlay_stats(config: Config | None, overlay_path: str | None) -> dict:
     with open_overlay(config, overlay_path) as store:
-        return {"overlay": str(store.path), "summary": store.summary(),
+        return {"overlay": store.label, "summary": store.summary(),
                 "by_source": store.summary(group_by="source"),
                 "by_category": store.summary(group_by="category")}
 
@@ -42,6 +42,12 @@ def source_status(config: Config | None, overlay_path: str | None, now: float | 
                         "last_deletion_scan": to_iso(r["last_deletion_scan"]),
                         "keys_read_last_scan": r["keys_read_last_scan"],
                         "cursor": json.loads(r["cursor_json"]) if r["cursor_json"] else None})
+        if store.dialect == "postgres":      # several daemons: who holds each source's lease
+            from .lease import lease_table
+            leases = {lease.pop("source"): lease for lease in lease_table(store)}
+            for item in out:
+                if item["name"] in leases:
+                    item["lease"] = leases[item["name"]]
         return {"sources": out, "daemon": daemon_status(store.get_meta("daemon"), now)}
 
 
@@ -123,5 +129,5 @@ def gc(config: Config | None, overlay_path: str | None, retention_days: float | 
         with store.transaction():
             facts, contradictions = store.prune_deleted(now - days * DAY)
             store.apply_contradiction_status()
-        return {"overlay": str(store.path), "retention_days": days, "facts_pruned": facts,
+        return {"overlay": store.label, "retention_days": days, "facts_pruned": facts,
                 "contradictions_pruned": contradictions}

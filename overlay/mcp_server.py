@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from ..rules.config import Config
-from .audit import fact_dict, open_overlay
+from .audit import fact_dict, open_overlay, overlay_target
 from .errors import ConfigError, MemwatchError
 from .store import ANY, SCHEMA_VERSION
 from .sync import SyncEngine
@@ -88,9 +88,9 @@ class OverlayTools:
         from .maintenance import source_status
         detector = self.detector is not None
         with self._open() as store:
-            version = store.conn.execute("PRAGMA user_version").fetchone()[0]
-            integrity = store.conn.execute("PRAGMA quick_check").fetchone()[0]
-            path = str(store.path)
+            version = store.schema_version()
+            integrity = store.integrity()
+            path = store.label
         status = source_status(self.config, self._path(), now=self.clock())
         errors = sum(s["errors"] for s in status["sources"])
         return {"ok": integrity == "ok" and version == SCHEMA_VERSION, "overlay": path,
@@ -98,7 +98,7 @@ class OverlayTools:
                 "source_errors": errors, **status}
 
     def _path(self) -> str:
-        return self.overlay_path or str(self.config.resolved_overlay_path())
+        return overlay_target(self.config, self.overlay_path)
 
 
 def _sdk():

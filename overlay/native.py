@@ -106,7 +106,7 @@ def add_fact(store: OverlayStore, config: Config, key: str, value: str, *, categ
                  subject=subject, key=key, category=category,
                  created_at=row["created_at"] if row is not None else now,
                  updated_at=now if row is not None else None)
-    return ref, sync_records(engine, native_source(store.path), [rec], now)
+    return ref, sync_records(engine, native_source(store.label), [rec], now)
 
 
 def sync_records(engine: SyncEngine, source: SourceConfig, records: list[Record], now: float) -> SyncStats:

@@ -16,7 +16,9 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from . import overlay_db
 from .errors import OverlayError
+from .redact import redact_dsn
 
 MIGRATIONS: list[str] = [
     # v1: sources, facts, contradictions, runs
@@ -159,8 +161,39 @@ MIGRATIONS: list[str] = [
         value TEXT NOT NULL
     );
     """,
+    # v6: several daemons on one (Postgres) overlay (overlay/lease.py). `leases` names the
+    # daemon that holds each source's advisory lock; `epoch` grows at every takeover and
+    # fences a sync of the previous holder. `sync_events` records who synced what, when.
+    """
+    CREATE TABLE leases (
+        source TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        host TEXT,
+        pid INTEGER,
+        epoch INTEGER NOT NULL,
+        acquired_at REAL NOT NULL,
+        heartbeat_at REAL NOT NULL
+    );
+    CREATE TABLE sync_events (
+        id INTEGER PRIMARY KEY,
+        source TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        epoch INTEGER NOT NULL,
+        started_at REAL NOT NULL,
+        finished_at REAL
+    );
+    CREATE INDEX sync_events_source ON sync_events(source, started_at);
+    CREATE TABLE fleet_members (
+        owner TEXT PRIMARY KEY,
+        host TEXT,
+        pid INTEGER,
+        joined_at REAL NOT NULL,
+        heartbeat_at REAL NOT NULL
+    );
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
+MIGRATION_LOCK = 0x6D656D77   # pg_advisory_xact_lock key held while a Postgres overlay migrates
 
 FACT_COLUMNS = ("source_id", "tbl", "pk", "ref", "subject", "key", "text", "category", "created_at",
                 "updated_at", "accessed_at", "access_count", "expires_at", "content_hash",
@@ -198,6 +231,17 @@ _ANNOTATIONS_SQL = (
     "'at', strftime('%Y-%m-%dT%H:%M:%fZ', a.run_at, 'unixepoch'))) FROM actions a "
     "WHERE a.ref = f.ref AND a.kind = 'annotate' AND a.state = 'applied' AND a.undone_at IS NULL "
     "AND a.fact_hash = f.content_hash")
+# The same annotations in Postgres (json_agg is NULL over no rows; fact_dict reads that as []).
+# `at` rounds to the millisecond exactly as SQLite's 'unixepoch' modifier does (in float8).
+_PG_EPOCH_MS = ("(floor(a.run_at * 1000.0::float8 + 210866760000000.0::float8 + 0.5::float8)::bigint "
+                "- 210866760000000)")
+overlay_db.register_fragment(_ANNOTATIONS_SQL, (
+    "SELECT json_agg(json_build_object('action_id', a.id, 'action', a.action_index, "
+    "'when', a.spec::json ->> 'when', 'label', a.label, 'values', a.values_json::json, "
+    "'at', to_char(to_timestamp(" + _PG_EPOCH_MS + "::numeric / 1000) AT TIME ZONE 'UTC', "
+    "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')))::text "
+    "FROM actions a WHERE a.ref = f.ref AND a.kind = 'annotate' AND a.state = 'applied' "
+    "AND a.undone_at IS NULL AND a.fact_hash = f.content_hash"))
 ANY = object()   # find_facts(subject=ANY): every subject (None means "no subject")
 # A fact with its source's name and the refs of the newer facts that contradict it.
 FACT_SELECT = (
@@ -208,10 +252,16 @@ FACT_SELECT = (
 
 
 class OverlayStore:
-    """Opens (and migrates) the overlay database at `path`."""
+    """Opens (and migrates) the overlay database: a SQLite file at `path`, or a
+    postgresql:// DSN (overlay/overlay_db.py runs the same statements there)."""
 
     def __init__(self, path: str | Path):
+        if overlay_db.is_dsn(path):
+            self._open_postgres(str(path))
+            return
         self.path = Path(path)
+        self.dialect = "sqlite"
+        self.label = str(self.path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None,
@@ -226,6 +276,17 @@ class OverlayStore:
         except OSError as exc:
             raise OverlayError(f"{self.path}: cannot create the overlay database ({exc})") from None
 
+    def _open_postgres(self, dsn: str) -> None:
+        self.path = dsn                       # reopened by path (write-back plans, check)
+        self.dialect = "postgres"
+        self.label = redact_dsn(dsn)          # what messages show
+        self.conn = overlay_db.PgConnection(dsn)
+        try:
+            self._migrate()
+        except BaseException:
+            self.conn.close()
+            raise
+
     def close(self) -> None:
         self.conn.close()
 
@@ -237,15 +298,55 @@ class OverlayStore:
 
     # -- schema -----------------------------------------------------------------------
     def _migrate(self) -> None:
-        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        if self.dialect == "postgres":
+            # Several daemons may start at once: one migrates, the others wait on the lock.
+            with self.transaction():
+                self.conn.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
+                self.conn.execute("CREATE TABLE IF NOT EXISTS memwatch_meta "
+                                  "(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                self._migrate_steps()
+            return
+        self._migrate_steps()
+
+    def _migrate_steps(self) -> None:
+        version = self.schema_version()
         if version > SCHEMA_VERSION:
-            raise OverlayError(f"{self.path}: overlay schema v{version} is newer than this "
+            raise OverlayError(f"{self.label}: overlay schema v{version} is newer than this "
                                f"memwatch-overlay understands (v{SCHEMA_VERSION}); upgrade it")
         for i in range(version, SCHEMA_VERSION):
             with self.transaction():
                 for statement in _split_sql(MIGRATIONS[i]):
+                    if self.dialect == "postgres":
+                        statement = overlay_db.ddl_to_postgres(statement)
                     self.conn.execute(statement)
-                self.conn.execute(f"PRAGMA user_version = {i + 1}")
+                self._set_schema_version(i + 1)
+
+    def schema_version(self) -> int:
+        if self.dialect == "postgres":
+            row = self.conn.execute("SELECT value FROM memwatch_meta WHERE key = 'schema_version'").fetchone()
+            return int(row[0]) if row else 0
+        return self.conn.execute("PRAGMA user_version").fetchone()[0]
+
+    def _set_schema_version(self, version: int) -> None:
+        if self.dialect == "postgres":
+            self.conn.execute("INSERT INTO memwatch_meta (key, value) VALUES ('schema_version', ?) "
+                              "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(version),))
+        else:
+            self.conn.execute(f"PRAGMA user_version = {int(version)}")
+
+    def table_columns(self, table: str) -> list[str]:
+        """Column names of an overlay table, in order."""
+        if self.dialect == "postgres":
+            return [r[0] for r in self.conn.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+                "AND table_name = ? ORDER BY ordinal_position", (table,))]
+        return [r[1] for r in self.conn.execute(f"PRAGMA table_info({table})")]
+
+    def integrity(self) -> str:
+        """'ok' when the database checks out (SQLite quick_check; Postgres: the server's job)."""
+        if self.dialect == "postgres":
+            return "ok" if self.conn.execute("SELECT 1").fetchone()[0] == 1 else "unreachable"
+        return self.conn.execute("PRAGMA quick_check").fetchone()[0]
 
     def transaction(self):
         return _Transaction(self.conn)
@@ -357,7 +458,11 @@ class OverlayStore:
     BULK_INDEXES = ("facts_block", "facts_next_change")
 
     def drop_bulk_indexes(self) -> list[str]:
-        """Drop BULK_INDEXES (inside a transaction); returns the SQL that recreates them."""
+        """Drop BULK_INDEXES (inside a transaction); returns the SQL that recreates them.
+
+        Not on Postgres: DROP INDEX locks `facts` for every other daemon sharing the overlay."""
+        if self.dialect == "postgres":
+            return []
         rows = self.conn.execute(
             f"SELECT name, sql FROM sqlite_master WHERE type = 'index' AND name IN "
             f"({', '.join('?' * len(self.BULK_INDEXES))})", self.BULK_INDEXES).fetchall()
@@ -508,8 +613,10 @@ class OverlayStore:
                        order: str = "f.id") -> Iterator[sqlite3.Row]:
         scope, params = _scope("f.source_id", source_ids)
         status = "f.status != 'forgotten'" if include_deleted else "f.status IN ('active', 'contradicted')"
-        return self.conn.execute(
-            f"{FACT_SELECT} WHERE {status} {scope} ORDER BY {order}", params)
+        sql = f"{FACT_SELECT} WHERE {status} {scope} ORDER BY {order}"
+        if self.dialect == "postgres":
+            return self.conn.stream(sql, params)
+        return self.conn.execute(sql, params)
 
     def find_facts(self, *, subject: Any = ANY, labels: Iterable[str] | None = None,
                    statuses: Iterable[str] = ("active", "contradicted"), limit: int | None = None) -> list[sqlite3.Row]:
@@ -539,9 +646,9 @@ class OverlayStore:
         group_col = {"category": "f.category", "source": "s.name", None: "''"}[group_by]
         rows = self.conn.execute(
             f"SELECT {group_col} AS grp, count(*) AS total, "
-            "sum(f.label = 'fresh') AS fresh, sum(f.label = 'aging') AS aging, "
-            "sum(f.label = 'stale') AS stale, sum(f.label = 'expired') AS expired, "
-            "sum(f.status = 'contradicted') AS contradicted, avg(f.freshness) AS avg_freshness "
+            "sum(CASE WHEN f.label = 'fresh' THEN 1 ELSE 0 END) AS fresh, sum(CASE WHEN f.label = 'aging' THEN 1 ELSE 0 END) AS aging, "
+            "sum(CASE WHEN f.label = 'stale' THEN 1 ELSE 0 END) AS stale, sum(CASE WHEN f.label = 'expired' THEN 1 ELSE 0 END) AS expired, "
+            "sum(CASE WHEN f.status = 'contradicted' THEN 1 ELSE 0 END) AS contradicted, avg(f.freshness) AS avg_freshness "
             f"FROM facts f JOIN sources s ON s.id = f.source_id WHERE f.{LIVE} {scope} "
             "GROUP BY grp ORDER BY grp", params).fetchall()
         deleted = dict(self.conn.execute(
@@ -688,7 +795,7 @@ def _scope(column: str, ids: list[int] | None) -> tuple[str, tuple]:
     if ids is None:
         return "", ()
     if not ids:
-        return " AND 0", ()
+        return " AND 1 = 0", ()
     return f" AND {column} IN ({', '.join('?' * len(ids))})", tuple(ids)
 
 

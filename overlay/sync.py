@@ -14,6 +14,7 @@ if nothing else did; `rescore_due()` rescores just the facts whose time has come
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import time
@@ -81,6 +82,9 @@ class SyncEngine:
         self.config = config
         self.categorizer = Categorizer(config.rules, known=set(config.categories))
         self.detector = detector
+        # guard(store, source_name) -> context manager entered inside each sync's transaction
+        # (overlay/lease.py fences a sync with the source's lease); None: no guard.
+        self.guard: Callable | None = None
 
     # -- what the facts were computed from ------------------------------------------------
     def fingerprint(self, source: SourceConfig) -> str:
@@ -164,7 +168,8 @@ class SyncEngine:
         warned = len(connector.warnings)
         try:
             store = self.store
-            with store.transaction():
+            guard = self.guard(store, source.name) if self.guard else contextlib.nullcontext()
+            with store.transaction(), guard:
                 source_id = store.ensure_source(source.name, source.connector, source.target,
                                                 source.preset)
                 sync_no = store.begin_sync(source_id)
@@ -216,7 +221,8 @@ class SyncEngine:
             connector.open()
         warned = len(connector.warnings)
         try:
-            with store.transaction():
+            guard = self.guard(store, source.name) if self.guard else contextlib.nullcontext()
+            with store.transaction(), guard:
                 source_id = row["id"]
                 keys_before, rows_before = connector.keys_read, connector.rows_read
                 store.load_source_keys(pk_json(pk) for pk in connector.keys())

@@ -97,7 +97,7 @@ class Plan:
     config: Config
     as_of: float
     now: float
-    overlay_path: Path
+    overlay_path: Path | str     # a file, or a postgresql:// DSN
     sources: dict[str, SourceConfig]
     changes: list[Change] = dataclasses.field(default_factory=list)
     skipped: list[Skipped] = dataclasses.field(default_factory=list)
@@ -608,7 +608,7 @@ def undo_actions(config: Config | None, *, ids: list[int] | None = None, since: 
         for action_id in ids or []:
             a = log.get(action_id)
             if a is None:
-                raise ConfigError(f"no action {action_id} in the overlay {store.path}", field="ACTION_ID")
+                raise ConfigError(f"no action {action_id} in the overlay {store.label}", field="ACTION_ID")
             if a.undone_at is not None:
                 result.skipped.append((a.id, "already undone"))
             elif a.state != APPLIED:

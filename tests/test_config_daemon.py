@@ -62,3 +62,11 @@ def test_cli_reports_a_bad_daemon_key_with_exit_2(tmp_path):
     assert out.returncode == 2
     assert out.stderr.startswith("Error: ") and "daemon.rescore_seconds" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_docs_describe_every_daemon_key_and_ship_a_unit():
+    text = (ROOT / "docs" / "daemon.md").read_text()
+    for key in DaemonConfig.__dataclass_fields__:
+        assert f"`{key}`" in text, f"docs/daemon.md does not describe daemon.{key}"
+    unit = (ROOT / "docs" / "memwatch-overlay.service").read_text()
+    assert "ExecStart=" in unit and "memwatch-overlay daemon" in unit and "KillSignal=SIGTERM" in unit

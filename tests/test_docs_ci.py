@@ -7,7 +7,7 @@ import pytest
 from memwatch_overlay.overlay.cli import main
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-FILES = ["ci.md", "pre-commit.md", "github-actions.yml", "contradictions.md", "writeback.md"]
+FILES = ["ci.md", "pre-commit.md", "github-actions.yml", "contradictions.md", "writeback.md", "daemon.md"]
 
 
 def invocations(text):
