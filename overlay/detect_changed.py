@@ -70,25 +70,18 @@ def _queried_blocks(store: OverlayStore, source_id: int, sync_no: int):
 def _scanned_blocks(store: OverlayStore, source_id: int, sync_no: int):
     """The same blocks from one pass over live facts in block order (facts_block index):
     memory stays one block, and a block with no changed fact is skipped."""
-    cur = store.conn.execute(
-        f"SELECT *, (source_id = ? AND changed_sync = ?) AS mw_changed FROM facts WHERE {LIVE} "
-        "ORDER BY subject, category, id", (source_id, sync_no))
     key = None
-    block: list[sqlite3.Row] = []
+    block: list = []
     changed: set[int] = set()
-    while True:
-        rows = cur.fetchmany(2000)
-        for r in rows:
-            k = (r["subject"], r["category"])
-            if k != key:
-                if changed:
-                    yield block, changed
-                key, block, changed = k, [], set()
-            block.append(r)
-            if r["mw_changed"]:
-                changed.add(r["id"])
-        if not rows:
-            break
+    for r in store.iter_blocks_scan(source_id, sync_no):
+        k = (r["subject"], r["category"])
+        if k != key:
+            if changed:
+                yield block, changed
+            key, block, changed = k, [], set()
+        block.append(r)
+        if r["mw_changed"]:
+            changed.add(r["id"])
     if changed:
         yield block, changed
 

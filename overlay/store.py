@@ -547,6 +547,15 @@ class OverlayStore:
             "update_json = excluded.update_json",
             (older_id, newer_id, kind, confidence, evidence, json.dumps(update) if update else None, now))
 
+    def iter_blocks_scan(self, source_id: int, sync_no: int) -> Iterator:
+        """Every live fact in block order (subject, category, id), each flagged `mw_changed`
+        when this sync changed it; streamed (a server-side cursor on Postgres)."""
+        sql = (f"SELECT *, (source_id = ? AND changed_sync = ?) AS mw_changed FROM facts WHERE {LIVE} "
+               "ORDER BY subject, category, id")
+        if self.dialect == "postgres":
+            return self.conn.stream(sql, (source_id, sync_no))
+        return self.conn.execute(sql, (source_id, sync_no))
+
     def add_new_contradictions(self, rows: list[tuple], now: float) -> int:
         """Insert (older_id, newer_id, kind, confidence, evidence, update) rows, keeping any
         pair already stored as it is; returns how many were new."""

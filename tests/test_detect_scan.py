@@ -81,3 +81,19 @@ def test_audit_json_is_the_same_either_way(tmp_path, monkeypatch, framework):
             s.pop("target")
         outputs.append(doc)
     assert outputs[0] == outputs[1]
+
+
+@pytest.mark.postgres
+def test_both_paths_agree_on_a_postgres_overlay(tmp_path, monkeypatch, pg_dsn):
+    """The scan streams through a server-side cursor there; findings match the SQLite overlay."""
+    store_path = _store(tmp_path / "bot.db", users=6, per_block=4, town=True)
+    _add(store_path, ("u3", "location", None, "I moved to Oslo last month.", "2026-11-01 09:00:00"))
+    cfg = load_config(write_config(tmp_path, store_path))
+    results = {}
+    for mode, threshold, target in (("pg-scan", 0, pg_dsn), ("sqlite-query", 10**9, tmp_path / "o.db")):
+        monkeypatch.setattr(dc, "SCAN_MIN_CHANGED", threshold)
+        with OverlayStore(target) as overlay:
+            stats = SyncEngine(overlay, cfg, detector=Detector()).sync(cfg.sources[0], as_of=AS_OF, full=True)
+            results[mode] = (stats.contradictions, stats.comparisons, _findings(overlay), _statuses(overlay))
+    assert results["pg-scan"][0] > 0
+    assert results["pg-scan"] == results["sqlite-query"]
