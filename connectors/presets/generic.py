@@ -29,6 +29,23 @@ def _pick(columns, names, exclude=()):
     return None
 
 
+OPTIONAL_FIELDS = (("updated_at", UPDATED_NAMES), ("accessed_at", ACCESSED_NAMES),
+                   ("access_count", COUNT_NAMES), ("subject", SUBJECT_NAMES), ("key", KEY_NAMES),
+                   ("category", CATEGORY_NAMES), ("expires_at", EXPIRES_NAMES))
+
+
+def optional_fields(columns, used: set) -> dict:
+    """The optional mapping keys whose usual column names are present (each column used once)."""
+    out = {}
+    used = set(used)
+    for key, names in OPTIONAL_FIELDS:
+        col = _pick(columns, names, exclude=used)
+        if col:
+            out[key] = col
+            used.add(col)
+    return out
+
+
 class GenericTable(SqliteConnector):
     preset = "generic"
     description = "Any table with a memory-text column and a timestamp column"
@@ -45,15 +62,7 @@ class GenericTable(SqliteConnector):
             mapping = {"table": t.name, "text": text, "created_at": created}
             if t.pk:
                 mapping["id"] = list(t.pk)
-            used = {text, created}
-            for key, names in (("updated_at", UPDATED_NAMES), ("accessed_at", ACCESSED_NAMES),
-                               ("access_count", COUNT_NAMES), ("subject", SUBJECT_NAMES),
-                               ("key", KEY_NAMES), ("category", CATEGORY_NAMES),
-                               ("expires_at", EXPIRES_NAMES)):
-                col = _pick(t.columns, names, exclude=used)
-                if col:
-                    mapping[key] = col
-                    used.add(col)
+            mapping.update(optional_fields(t.columns, used={text, created}))
             reasons = [f"table {t.name!r}: text column {text!r}, timestamp column {created!r}"]
             score = 0.3 + 0.02 * len(mapping)
             if best is None or score > best.score:

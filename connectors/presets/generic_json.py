@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from ..json_file import JsonConnector
 from . import Match
-from .generic import (ACCESSED_NAMES, CATEGORY_NAMES, COUNT_NAMES, CREATED_NAMES, EXPIRES_NAMES,
-                      KEY_NAMES, SUBJECT_NAMES, TEXT_NAMES, UPDATED_NAMES, _pick)
+from .generic import CREATED_NAMES, TEXT_NAMES, _pick, optional_fields
 
 ID_NAMES = ("id", "uuid", "memory_id", "fact_id", "_id")
 
@@ -38,14 +37,7 @@ class GenericJson(JsonConnector):
             if ident:
                 mapping["id"] = [ident]
                 used.add(ident)
-            for key, names in (("updated_at", UPDATED_NAMES), ("accessed_at", ACCESSED_NAMES),
-                               ("access_count", COUNT_NAMES), ("subject", SUBJECT_NAMES),
-                               ("key", KEY_NAMES), ("category", CATEGORY_NAMES),
-                               ("expires_at", EXPIRES_NAMES)):
-                col = _pick(t.columns, names, exclude=used)
-                if col:
-                    mapping[key] = col
-                    used.add(col)
+            mapping.update(optional_fields(t.columns, used))
             when = f", timestamp field {created!r}" if created else ", no timestamp field (aged from first sight)"
             reasons = [f"records {t.name!r}: text field {text!r}{when}"]
             score = (0.3 if created else 0.2) + 0.02 * len(mapping)
