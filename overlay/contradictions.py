@@ -96,6 +96,7 @@ class Detector:
         self.semantic_threshold = semantic_threshold
         self.min_confidence = min_confidence
         self.comparisons = 0
+        self.confirmed: list[str] = []   # refs the last compare() found restated by the newer fact
         self._cache: OrderedDict[tuple[str, str], Reading] = OrderedDict()
         self._cache_size = cache_size
 
@@ -105,6 +106,7 @@ class Detector:
         nr = self.read(newer)
         out: list[Contradiction] = []
         undecided: list[FactView] = []
+        self.confirmed = []
         for old in olders:
             if old.ref == newer.ref or old.learned_at > newer.learned_at:
                 continue
@@ -116,7 +118,9 @@ class Detector:
             best = _best(v.conflicts)
             if best is not None:
                 out.append(best)
-            elif not v.confirmed:
+            elif v.confirmed:
+                self.confirmed.append(old.ref)
+            else:
                 undecided.append(old)
         if undecided and self.embedder is not None:
             out.extend(self._semantic(newer, nr, undecided))

@@ -109,6 +109,8 @@ def _detect_block(detector: Detector, block: list[sqlite3.Row], changed_ids: set
         for c in detector.compare(me, olders):
             pairs.add((ids[c.older], ids[c.newer]))
             saver.save(ids, c)
+        for ref in detector.confirmed:          # restated: the older fact is re-learned
+            saver.confirm(ids[ref], me.learned_at)
         # an unchanged newer fact may outdate this one (changed ones are handled in their turn)
         for i in index.could_outdate(mine):
             if i in changed_ids or not older(mine, i):
@@ -205,6 +207,7 @@ class _Saver:
     def __init__(self, store: OverlayStore, now: float):
         self.store, self.now = store, now
         self.pending: list[tuple] = []
+        self.confirmed: list[tuple[int, float]] = []
         self.found = 0
 
     def save(self, ids: dict[str, int], c) -> None:
@@ -212,10 +215,16 @@ class _Saver:
         if len(self.pending) >= SAVE_BATCH:
             self.flush()
 
+    def confirm(self, fact_id: int, at: float) -> None:
+        self.confirmed.append((fact_id, at))
+
     def flush(self) -> None:
         if self.pending:
             self.found += self.store.add_new_contradictions(self.pending, self.now)
             self.pending.clear()
+        if self.confirmed:
+            self.store.mark_relearned(self.confirmed)
+            self.confirmed.clear()
 
 
 def _vector_cache(store: OverlayStore, detector: Detector):

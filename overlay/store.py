@@ -746,6 +746,16 @@ class OverlayStore:
                                    "scored_as_of = NULL, next_change = 0 WHERE ref = ?", (now, ref)).rowcount
         return n
 
+    def mark_relearned(self, confirmations: list[tuple[int, float]]) -> None:
+        """A newer fact restated these (fact id, when): they count as re-learned then.
+
+        Idempotent: only moves refreshed_at forward, so judging the same pair again in a
+        later sync changes nothing."""
+        self.conn.executemany(
+            "UPDATE facts SET refreshed_at = ?, confirmations = confirmations + 1, scored_as_of = NULL, "
+            "next_change = 0 WHERE id = ? AND (refreshed_at IS NULL OR refreshed_at < ?)",
+            [(at, fact_id, at) for fact_id, at in confirmations])
+
     def fact_row(self, ref: str) -> sqlite3.Row | None:
         """One fact with its source's name, in the shape iter_fact_rows yields."""
         return self.conn.execute(
