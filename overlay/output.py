@@ -12,6 +12,7 @@ from rich.table import Table
 
 LABEL_STYLES = {"fresh": "green", "aging": "yellow", "stale": "dark_orange", "expired": "red"}
 MAX_TABLE_ROWS = 200
+STATUS_MARKS = {"contradicted": " *", "deleted": " †"}
 _UUIDISH = re.compile(r"^[0-9a-f]{8}-|^[0-9a-f]{16,}$|^\d+$", re.I)
 
 
@@ -37,7 +38,7 @@ def _time_left(fact: dict) -> str:
         return _fmt_days(fact["days_left"])
     if fact["label"] == "expired":
         return "-"
-    return _fmt_days(fact["days_until_expired"]) + " to exp."
+    return "exp " + _fmt_days(fact["days_until_expired"])
 
 
 def _fmt_days(value) -> str:
@@ -65,8 +66,8 @@ def render_table(result, console: Console, limit: int = MAX_TABLE_ROWS) -> None:
         console.print(f"[red]✗ {v.message}[/]")
 
     table = Table(show_lines=False, header_style="bold")
-    for col, kw in (("subject", {"max_width": 14}), ("memory", {"min_width": 20}),
-                    ("category", {}), ("score", {"justify": "right"}), ("label", {}),
+    for col, kw in (("subject", {"max_width": 10}), ("memory", {"min_width": 16}),
+                    ("category", {"max_width": 12}), ("score", {"justify": "right"}), ("label", {}),
                     ("left", {"justify": "right"})):
         table.add_column(col, overflow="ellipsis", no_wrap=col != "memory", **kw)
     shown = 0
@@ -80,10 +81,11 @@ def render_table(result, console: Console, limit: int = MAX_TABLE_ROWS) -> None:
         style = LABEL_STYLES.get(fact["label"], "")
         table.add_row(fact["subject"] or "", text, fact["category"],
                       f"{fact['freshness']:.2f}",
-                      f"[{style}]{fact['label']}[/]" + ("" if fact["status"] == "active" else f" ({fact['status']})"),
+                      f"[{style}]{fact['label']}[/]" + STATUS_MARKS.get(fact["status"], ""),
                       _time_left(fact))
         shown += 1
     console.print(table)
+    console.print("* contradicted by a newer memory   † deleted in the source", style="dim")
     remaining = s["total"] + s.get("deleted", 0) - shown
     if remaining > 0:
         console.print(f"… {remaining} more (use --format json for all)")
