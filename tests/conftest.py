@@ -32,6 +32,15 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = f"skipped under CI=true, which counts as a failure: {report.longrepr}"
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collectreport(report):
+    """A whole module skipped at import (a module-level importorskip of an extra) is a
+    failure under CI=true too: the per-test hook above never sees those tests."""
+    if report.skipped and in_ci():
+        report.outcome = "failed"
+        report.longrepr = f"module skipped under CI=true, which counts as a failure: {report.longrepr}"
+
+
 @pytest.fixture
 def agent_store(tmp_path):
     """Copy a fixture store folder into tmp_path and return the copy's folder."""
