@@ -67,7 +67,7 @@ def get_path(value: Any, parts: list[str | int]) -> Any:
     return None
 
 
-def iter_path(value: Any, parts: list[str | int], _trail: tuple = ()) -> Iterator[Any]:
+def iter_path(value: Any, parts: list[str | int]) -> Iterator[Any]:
     """Every value at `parts`, following `*` into each list element."""
     yield from (v for v, _ in iter_path_with_trail(value, parts))
 

@@ -528,10 +528,6 @@ class OverlayStore:
         row = self.conn.execute("SELECT id FROM facts WHERE ref = ?", (ref,)).fetchone()
         return row[0] if row else None
 
-    def changed_facts(self, source_id: int, sync_no: int) -> Iterator[sqlite3.Row]:
-        return self.conn.execute("SELECT * FROM facts WHERE source_id = ? AND changed_sync = ?",
-                                 (source_id, sync_no))
-
     def block(self, subject: str | None, category: str, exclude_id: int | None = None) -> list[sqlite3.Row]:
         """Live facts of one subject and category: the only ones a new fact is compared with."""
         return self.conn.execute(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -476,7 +476,3 @@ class _Validator:
 _TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
                list: "a list", dict: "a table"}
 
-
-def with_source(cfg: Config, source: SourceConfig) -> Config:
-    """A copy of `cfg` auditing only `source`."""
-    return replace(cfg, sources=[source])
