@@ -351,8 +351,14 @@ def status(config_path, overlay_path, fmt):
         return
     from rich.table import Table
     d = data.get("daemon") or {}
-    title = (f"daemon running (pid {d['pid']}, heartbeat {d['heartbeat']})" if d.get("running")
-             else "no daemon running")
+    fleet = [m for m in data.get("daemons") or [] if m["alive"]]
+    if fleet:
+        title = (f"{len(fleet)} daemons running: " if len(fleet) > 1 else "daemon running: ") + "; ".join(
+            f"pid {m['pid']} on {m['host']} ({', '.join(m['sources']) or 'no sources'})" for m in fleet)
+    elif d.get("running"):
+        title = f"daemon running (pid {d['pid']}, heartbeat {d['heartbeat']})"
+    else:
+        title = "no daemon running"
     table = Table(title=title)
     for col in ("source", "last sync", "lag (s)", "rows seen", "rows read last sync", "errors", "last error"):
         table.add_column(col)

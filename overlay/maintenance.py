@@ -42,13 +42,20 @@ def source_status(config: Config | None, overlay_path: str | None, now: float | 
                         "last_deletion_scan": to_iso(r["last_deletion_scan"]),
                         "keys_read_last_scan": r["keys_read_last_scan"],
                         "cursor": json.loads(r["cursor_json"]) if r["cursor_json"] else None})
+        daemon = daemon_status(store.get_meta("daemon"), now)
+        result = {"sources": out, "daemon": daemon}
         if store.dialect == "postgres":      # several daemons: who holds each source's lease
-            from .lease import lease_table
+            from .lease import fleet_table, lease_table
             leases = {lease.pop("source"): lease for lease in lease_table(store)}
             for item in out:
                 if item["name"] in leases:
                     item["lease"] = leases[item["name"]]
-        return {"sources": out, "daemon": daemon_status(store.get_meta("daemon"), now)}
+            # `daemon` is the last heartbeat any daemon wrote; with a fleet, one of them
+            # stopping must not read as "no daemon running" while the others work on.
+            result["daemons"] = fleet_table(store)
+            if result["daemons"]:
+                daemon["running"] = any(d["alive"] for d in result["daemons"])
+        return result
 
 
 def daemon_status(meta: dict | None, now: float) -> dict:

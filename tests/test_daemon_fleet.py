@@ -5,6 +5,7 @@ over; every row a bot writes meanwhile reaches the overlay; no two syncs of a so
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from memwatch_overlay.overlay.lease import lock_key
+from memwatch_overlay.overlay.maintenance import source_status
 from memwatch_overlay.overlay.store import OverlayStore
 from test_daemon_process import console_script
 
@@ -128,6 +130,20 @@ def test_two_daemons_split_the_sources_and_survive_a_kill_9(tmp_path, overlay_ds
         _wait(lambda: sorted(_holders(overlay_dsn).values()) == sorted([a.pid, a.pid, b.pid, b.pid]), 60,
               "an even split between the two daemons")
         a_sources = {s for s, pid in _holders(overlay_dsn).items() if pid == a.pid}
+        # `status` (the real console script) names both daemons and what each holds
+        out = subprocess.run([console_script(), "status", "--config", str(conf), "--format", "json"],
+                             capture_output=True, text=True, cwd=tmp_path, timeout=60)
+        assert out.returncode == 0, out.stderr
+        status = json.loads(out.stdout)
+        assert status["daemon"]["running"] is True
+        fleet = {d["pid"]: d for d in status["daemons"]}
+        assert set(fleet) == {a.pid, b.pid} and all(d["alive"] for d in fleet.values())
+        assert set(fleet[a.pid]["sources"]) == a_sources
+        assert set(fleet[b.pid]["sources"]) == set(SOURCES) - a_sources
+        assert all(s["lease"]["held"] for s in status["sources"])
+        table = subprocess.run([console_script(), "status", "--config", str(conf)], capture_output=True,
+                               text=True, cwd=tmp_path, timeout=60, env={**os.environ, "COLUMNS": "200"})
+        assert f"2 daemons running: pid {a.pid}" in table.stdout or f"2 daemons running: pid {b.pid}" in table.stdout
         split_at = _now(overlay_dsn)
         _wait(lambda: _synced_since(overlay_dsn, split_at, [a.pid], 10) == a_sources
               and _synced_since(overlay_dsn, split_at, [b.pid], 10) == set(SOURCES) - a_sources, 60,
@@ -139,6 +155,11 @@ def test_two_daemons_split_the_sources_and_survive_a_kill_9(tmp_path, overlay_ds
               "the survivor to take every source")
         _wait(lambda: _synced_since(overlay_dsn, killed_at, [b.pid], 10) == set(SOURCES), 60,
               "the survivor syncing every source")
+        after_kill = source_status(None, overlay_dsn)
+        fleet = {d["pid"]: d for d in after_kill["daemons"]}
+        assert fleet[b.pid]["alive"] and sorted(fleet[b.pid]["sources"]) == SOURCES
+        assert a.pid not in fleet or not fleet[a.pid]["alive"]      # pruned, or seen dead
+        assert after_kill["daemon"]["running"] is True
         bot.stop.set()
         bot.join(timeout=10)
 
@@ -175,5 +196,8 @@ def test_two_daemons_split_the_sources_and_survive_a_kill_9(tmp_path, overlay_ds
             assert evs[-1][3] > killed_at and any(e[3] < killed_at for e in evs)
     # the dead daemon's lease rows name the survivor now; the survivor left the fleet cleanly
     assert set(owners.values()) <= {a.pid}            # SIGTERM: b removed itself; a's row stays stale
+    final = source_status(None, overlay_dsn)
+    assert final["daemon"]["running"] is False and not any(d["alive"] for d in final["daemons"])
+    assert not any(s["lease"]["held"] for s in final["sources"] if "lease" in s)
     log_b = [json.loads(ln) for ln in (tmp_path / "daemon1.log").read_text().splitlines() if ln.startswith("{")]
     assert {e.get("source") for e in log_b if e.get("event") == "lease_taken"} >= a_sources
