@@ -2,7 +2,8 @@
 
     python benchmarks/bench_audit.py [--sizes 10000,100000,1000000] [--repeat 3]
         [--large-repeat 1] [--pg-dsn postgresql://postgres@127.0.0.1:5432/postgres | --no-pg]
-        [--pg-sizes 10000,100000] [--check 1000:100000] [--memlife 1000] [--json]
+        [--pg-sizes 10000,100000] [--pg-overlay-sizes 10000,100000]
+        [--check 1000:100000] [--memlife 1000] [--json]
 
 Every measurement runs in its own subprocess, so its peak RSS (ru_maxrss) is its own, and
 every ratio compares figures measured in this run. Times are medians of --repeat runs
@@ -15,6 +16,8 @@ every ratio compares figures measured in this run. Times are medians of --repeat
             holds 20 facts per user (six keys), so a user's block stays the same size as
             the store grows;
   postgres  the same table in a throwaway database, against a raw psycopg server-side cursor;
+  pg overlay the SQLite store audited into an overlay in Postgres, against the same audit into
+            a SQLite overlay file;
   check     N new facts (for existing users, many changing a value) synced incrementally with
             detection into an overlay that already holds M facts;
   memlife   the memlife package itself: store_fact() of N facts and its run_gc() pass, beside
@@ -277,6 +280,47 @@ def bench_postgres(tmp: Path, dsn: str, sizes: list[int], repeat: int, large_rep
                 conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
+def bench_pg_overlay(tmp: Path, dsn: str, sizes: list[int], repeat: int, large_repeat: int, out: list[dict]) -> None:
+    """The SQLite store audited into an overlay that lives in Postgres (`--overlay postgresql://…`),
+    beside the same audit into a SQLite overlay file: what sharing one overlay costs."""
+    import psycopg
+    from psycopg import conninfo, sql
+
+    off = no_detector_config(tmp)
+    print("audit into a Postgres overlay (SQLite store)  ratio = Postgres overlay / SQLite overlay")
+    for n in sizes:
+        reps = repeat if n <= 100_000 else large_repeat
+        store = tmp / f"agent_{n}.db"
+        if not store.exists():
+            build_store(store, n)
+        row = {"store": "sqlite", "overlay": "postgres", "rows": n, "repeat": reps}
+        for label, extra in (("audit_nodetect", [off]), ("audit", [])):
+            pg_runs, lite_runs = [], []
+            for i in range(reps):
+                name = f"memwatch_overlay_bench_{os.getpid()}_{n}_{label}_{i}"
+                with psycopg.connect(dsn, autocommit=True) as conn:
+                    conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+                info = conninfo.conninfo_to_dict(dsn)
+                url = (f"postgresql://{info.get('user', 'postgres')}@{info.get('host', '127.0.0.1')}:"
+                       f"{info.get('port', '5432')}/{name}")
+                try:
+                    pg_runs.append(measure(AUDIT, store, url, AS_OF, *extra))
+                finally:
+                    with psycopg.connect(dsn, autocommit=True) as conn:
+                        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+                lite_runs.append(measure(AUDIT, store, tmp / f"pgcmp_overlay_{label}_{n}_{i}.db", AS_OF, *extra))
+                assert pg_runs[-1][2] == n == lite_runs[-1][2]
+            row[f"{label}_pg_s"] = round(statistics.median(r[0] for r in pg_runs), 3)
+            row[f"{label}_sqlite_s"] = round(statistics.median(r[0] for r in lite_runs), 3)
+            row[f"{label}_pg_rss_mb"] = round(max(r[1] for r in pg_runs) / 1024)
+        out.append(row)
+        print(f"{n:>9,} rows  detection off: Postgres overlay {row['audit_nodetect_pg_s']:7.3f}s vs SQLite "
+              f"{row['audit_nodetect_sqlite_s']:7.3f}s ({row['audit_nodetect_pg_s'] / row['audit_nodetect_sqlite_s']:.1f}x)"
+              f" {row['audit_nodetect_pg_rss_mb']} MB | detection on: {row['audit_pg_s']:7.3f}s vs "
+              f"{row['audit_sqlite_s']:7.3f}s ({row['audit_pg_s'] / row['audit_sqlite_s']:.1f}x) "
+              f"{row['audit_pg_rss_mb']} MB  (n={reps})", flush=True)
+
+
 EMBED_LOAD = """
 import time, resource
 from memwatch_overlay.overlay.embeddings import Embedder
@@ -379,6 +423,8 @@ def main() -> None:
                                                        "postgresql://postgres@127.0.0.1:5432/postgres"))
     ap.add_argument("--no-pg", action="store_true")
     ap.add_argument("--pg-sizes", default="10000,100000")
+    ap.add_argument("--pg-overlay-sizes", default="10000,100000",
+                    help="sizes audited into a Postgres overlay (empty: skip)")
     ap.add_argument("--check", default="1000:100000", help="NEW:EXISTING, or 0 to skip")
     ap.add_argument("--memlife", type=int, default=1000, help="facts for the memlife peer, 0 to skip")
     ap.add_argument("--json", action="store_true", help="print machine-readable results")
@@ -392,6 +438,9 @@ def main() -> None:
         if not args.no_pg and args.pg_sizes:
             bench_postgres(tmp, args.pg_dsn, [int(s) for s in args.pg_sizes.split(",")], args.repeat,
                            args.large_repeat, results)
+        if not args.no_pg and args.pg_overlay_sizes:
+            bench_pg_overlay(tmp, args.pg_dsn, [int(s) for s in args.pg_overlay_sizes.split(",")], args.repeat,
+                             args.large_repeat, results)
         if args.check != "0":
             new, existing = (int(x) for x in args.check.split(":"))
             bench_check(tmp, new, existing, args.repeat, results)
