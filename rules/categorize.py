@@ -9,6 +9,7 @@ from importlib import resources
 
 from ..overlay.scoring import DEFAULT_CATEGORY
 from .config import Rule, _parse_rule, _Validator
+from .regexset import Candidates, RegexSet
 
 DEFAULT_PACK = "default_rules.toml"
 KEY_CACHE_SIZE = 4096
@@ -39,15 +40,27 @@ class Categorizer:
     """Assigns a category to a record; user rules first, first match wins.
 
     Key matches are cached per (source, key): stores reuse a handful of keys across
-    millions of rows, and a key that matches decides without looking at the text.
+    millions of rows, and a key that matches decides without looking at the text. The text
+    regexes of the rules before that one are searched through a RegexSet: one RE2 pass per
+    text when google-re2 is installed and `accelerate` is on, Python `re` otherwise; the
+    answer is Python `re`'s either way (rules/regexset.py).
     """
 
     def __init__(self, rules: list[Rule] | tuple[Rule, ...] = (), known: set[str] | None = None,
-                 use_default_pack: bool = True):
+                 use_default_pack: bool = True, accelerate: bool = True):
         self.rules = list(rules) + (list(default_rules()) if use_default_pack else [])
         self._compiled = [_CompiledRule(r) for r in self.rules]
         self.known = known
-        self._key_hits = lru_cache(maxsize=KEY_CACHE_SIZE)(self._first_key_rule)
+        self._text_rule_index = [i for i, rule in enumerate(self._compiled) if rule.text is not None]
+        self._text_regexes = RegexSet([self._compiled[i].text for i in self._text_rule_index],
+                                      accelerate=accelerate)
+        self._candidates: dict[tuple[str | None, int], Candidates] = {}
+        self._key_hits = lru_cache(maxsize=KEY_CACHE_SIZE)(self._key_decision)
+
+    @property
+    def accelerated(self) -> bool:
+        """Whether RE2 answers for (ASCII) texts; False means every text goes through `re`."""
+        return self._text_regexes.accelerated
 
     def _first_key_rule(self, source: str | None, key: str | None) -> int:
         """Index of the first rule whose globs match `key` (len(rules) when none)."""
@@ -59,18 +72,29 @@ class Categorizer:
                 return i
         return len(self._compiled)
 
+    def _key_decision(self, source: str | None, key: str | None) -> tuple[int, Candidates]:
+        """The first key-matching rule, and the text regexes of the rules before it that
+        apply to `source` (as RegexSet candidates)."""
+        stop = self._first_key_rule(source, key)
+        cached = self._candidates.get((source, stop))
+        if cached is None:
+            cached = self._text_regexes.candidates(
+                [n for n, i in enumerate(self._text_rule_index)
+                 if i < stop and self._compiled[i].source in (None, source)])
+            self._candidates[(source, stop)] = cached
+        return stop, cached
+
     def categorize(self, source: str | None, key: str | None, text: str | None,
                    explicit: str | None = None) -> str:
         if explicit:
             explicit = str(explicit).strip().lower()
             if explicit and (self.known is None or explicit in self.known):
                 return explicit
-        stop = self._key_hits(source, key)
-        if text:
-            for rule in self._compiled[:stop]:
-                if rule.text is not None and (rule.source is None or rule.source == source) \
-                        and rule.text.search(text):
-                    return rule.category
+        stop, candidates = self._key_hits(source, key)
+        if text and candidates:
+            hit = self._text_regexes.first_match(text, candidates)
+            if hit is not None:
+                return self._compiled[self._text_rule_index[hit]].category
         if stop < len(self._compiled):
             return self._compiled[stop].category
         return DEFAULT_CATEGORY
