@@ -32,8 +32,26 @@ class _CompiledRule:
         self.catch_all = not rule.key and not rule.text
         self.key = (re.compile("|".join(fnmatch.translate(g.lower()) for g in rule.key))
                     if rule.key else None)
-        self.text = (re.compile("|".join(f"(?:{p.pattern})" for p in rule.text), re.IGNORECASE)
+        self.text = (re.compile("|".join(_scoped(p.pattern) for p in rule.text), re.IGNORECASE)
                      if rule.text else None)
+
+
+_LEADING_FLAGS = re.compile(r"\(\?([aiLmsux]+)\)")
+
+
+def _scoped(pattern: str) -> str:
+    """`pattern` as a group that can stand beside others in one alternation.
+
+    A pattern's leading global flags (`(?s)a.b`) become the group's scoped flags
+    (`(?s:a.b)`): the same meaning for the same text, while Python refuses global flags
+    anywhere but at the very start of the joined expression. Under verbose (`x`) a newline
+    ends a trailing `# comment` before the group closes."""
+    flags, rest = "", pattern
+    while (m := _LEADING_FLAGS.match(rest)):
+        flags, rest = flags + m.group(1), rest[m.end():]
+    if not flags:
+        return f"(?:{pattern})"
+    return f"(?{flags}:{rest}\n)" if "x" in flags else f"(?{flags}:{rest})"
 
 
 class Categorizer:

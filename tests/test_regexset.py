@@ -402,3 +402,37 @@ def test_accelerate_false_keeps_python_re():
     assert c.categorize(None, None, "Works at Google as a product analyst") == "employment"
     assert c.categorize(None, "email", "nothing here") == "contact"
     assert c.categorize(None, None, "nothing here") == DEFAULT_CATEGORY
+
+
+# -- patterns with leading global flags ------------------------------------------------------
+
+FLAG_RULES = [
+    {"category": "dotall", "text": ["(?s)moved.to"]},
+    {"category": "verbose", "text": ["(?x) speaks \\s+ (?: dutch | thai )  # a comment to the end"]},
+    {"category": "stacked", "text": ["(?s)(?m)^likes.tea$", "plain tea"]},
+    {"category": "ascii", "text": ["(?a)\\bcaf\\w\\b"]},
+]
+FLAG_TEXTS = ["moved\nto Oslo", "moved to Oslo", "movedXto", "speaks  dutch", "speaks\nthai", "speaksdutch",
+              "a\nlikes\ntea\nb", "LIKES TEA", "plain tea", "café", "cafe", "caf\u00e9s", "nothing here", ""]
+
+
+def _per_pattern_reference(rules, text: str) -> str:
+    """First rule with a pattern that matches, each pattern compiled on its own (no joining)."""
+    for rule in rules:
+        if any(re.compile(p.pattern, re.IGNORECASE).search(text) for p in rule.text):
+            return rule.category
+    return DEFAULT_CATEGORY
+
+
+@pytest.mark.parametrize("accelerate", [False, pytest.param(True, marks=needs_re2)])
+def test_leading_global_flags_keep_their_meaning(accelerate):
+    """`(?s)a.b` in a rule is valid config: it used to break the Categorizer (global flags
+    in the middle of the joined alternation); it now means what it means alone."""
+    if accelerate:
+        pytest.importorskip("re2", reason="google-re2 (the `fast` extra) is not installed")
+    cfg = parse_config({"rules": FLAG_RULES})
+    cat = Categorizer(cfg.rules, known=set(cfg.categories), use_default_pack=False, accelerate=accelerate)
+    got = {text: cat.categorize("bot", None, text) for text in FLAG_TEXTS}
+    assert got == {text: _per_pattern_reference(cfg.rules, text) for text in FLAG_TEXTS}
+    assert got["moved\nto Oslo"] == "dotall" and got["speaks\nthai"] == "verbose"
+    assert got["a\nlikes\ntea\nb"] == "stacked" and got["café"] == "general" and got["cafe"] == "ascii"
