@@ -56,7 +56,7 @@ class Record:
 
 def make_ref(source: str, table: str, pk: dict[str, str]) -> str:
     """`source:table:pk1[:pk2…]`, the id reports and contradictions use."""
-    return ":".join([source, table, *[str(v) for v in pk.values()]])
+    return ":".join([source, table, *map(str, pk.values())])
 
 
 @dataclass

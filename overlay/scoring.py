@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 DAY = 86400.0
 
@@ -76,23 +77,38 @@ class ConfidencePolicy:
     def confidence(self, as_of: float, confirmed_at: float | None, confirmations: int = 0) -> float:
         """Confidence at `as_of` of a fact last confirmed (or learned) at `confirmed_at`."""
         days = max(0.0, (as_of - confirmed_at) / DAY) if confirmed_at is not None else 0.0
-        start = self.initial + (CONFIDENCE_CEILING - self.initial) * (1.0 - 0.5 ** max(0, confirmations or 0))
-        start = min(CONFIDENCE_CEILING, start)
-        return round(max(self.floor, start * 0.5 ** (days / self.half_life_days)), 6)
+        return self.confidence_after(days, confirmations)
+
+    def confidence_after(self, days_since_confirmed: float, confirmations: int = 0) -> float:
+        """Confidence `days_since_confirmed` (>= 0) after the last confirmation."""
+        start = _confidence_start(self.initial, confirmations)
+        return _round(max(self.floor, start * 0.5 ** (days_since_confirmed / self.half_life_days)), 6)
 
 
-@dataclass(frozen=True)
-class Score:
+@lru_cache(maxsize=256, typed=True)
+def _confidence_start(initial: float, confirmations: int) -> float:
+    """The module doc's `start`: a handful of values (confirmations are small counts)."""
+    start = initial + (CONFIDENCE_CEILING - initial) * (1.0 - 0.5 ** max(0, confirmations or 0))
+    return min(CONFIDENCE_CEILING, start)
+
+
+class Score(NamedTuple):
+    """One fact's scores at one moment. A NamedTuple rather than a dataclass: one is built
+    per fact on every sync's hot path, and a tuple is the cheapest immutable record."""
+
     freshness: float
     label: str
     age_days: float
     days_left: float | None          # until the label drops below fresh (None: never)
     days_until_expired: float | None  # until the label becomes expired (None: never)
     expired_by: str | None = None    # "ttl" | "source" when a hard expiry decided the label
-    confidence: float | None = None  # ConfidencePolicy.confidence, filled by the sync engine
+    confidence: float | None = None  # ConfidencePolicy.confidence (the sync engine's lifecycle)
     # Days until the label next changes with nothing else changing (None: never). Unrounded
     # and never late: the daemon rescores a fact only once this much time has passed.
     next_change_days: float | None = None
+
+
+_new_score = tuple.__new__   # Score's fields in order, without the keyword-handling __new__
 
 
 def decay_factor(half_life_days: float) -> float:
@@ -143,7 +159,7 @@ def days_until_below(threshold: float, days_since_learned: float, half_life_days
 
 
 def _until(threshold: float, boost: float, decaying: float, log_d: float) -> float | None:
-    """days_until_below's closed form on precomputed parts (score_fact shares them)."""
+    """days_until_below's closed form on precomputed parts (score_fact inlines it)."""
     if threshold - boost <= 0:
         return None
     if decaying + boost < threshold:
@@ -151,53 +167,128 @@ def _until(threshold: float, boost: float, decaying: float, log_d: float) -> flo
     return max(0.0, math.log((threshold - boost) / decaying) / log_d)
 
 
+_POW10 = tuple(float(10 ** n) for n in range(16))   # exact doubles
+
+
+def _round(x: float, ndigits: int) -> float:
+    """`round(x, ndigits)` to the last bit (and the type), in about half the time.
+
+    round() rounds the exact binary value of x half-to-even to `ndigits` decimals, giving
+    an integer k of 10**-ndigits units, and returns the double nearest k / 10**ndigits.
+    Here y = x * 10**ndigits is the exact product t correctly rounded. Below 2**52 every
+    half-integer h is a double, and rounding is monotonic, so y < h implies t < h and
+    y > h implies t > h: unless y is itself a half-integer, t and y round to the same k.
+    Then k (< 2**53) and 10**ndigits are exact doubles and k / 10**ndigits is a correctly
+    rounded division: round()'s double. Zero is returned as is (sign included); a tie,
+    a negative, huge, nan or inf value, or one not a float, is left to round() itself.
+    tests/test_scoring_reference.py holds it to round() on ties, near-ties and random values.
+    """
+    if x.__class__ is float:
+        scale = _POW10[ndigits]
+        y = x * scale
+        if 0.0 < y < 1e15:
+            k = round(y)
+            if abs(y - k) != 0.5:       # y - k is exact: k is y's nearest integer
+                return k / scale
+        elif x == 0.0:
+            return x
+    return round(x, ndigits)
+
+
+_DEFAULT_THRESHOLDS = Thresholds()
+_log = math.log
+_log1p = math.log1p
+
+
 def score_fact(as_of: float, learned_at: float | None, policy: CategoryPolicy,
-               thresholds: Thresholds = Thresholds(), access_count: int = 0,
+               thresholds: Thresholds = _DEFAULT_THRESHOLDS, access_count: int = 0,
                accessed_at: float | None = None, expires_at: float | None = None,
-               confidence: float | None = None) -> Score:
+               confidence: float | None = None, *, lifecycle: ConfidencePolicy | None = None,
+               confirmations: int = 0) -> Score:
     """Score one fact at `as_of` (all times epoch seconds UTC).
 
     `learned_at` None (a store without timestamps) scores as learned at `as_of`.
     `expires_at` is an expiry the source itself records (LangGraph's expires_at,
     mem0's expiration_date); past it the fact is expired.
-    `confidence` is not computed here; the sync engine passes it through to the Score.
+    `confidence` is passed through to the Score as given; with `lifecycle` instead, it is
+    `lifecycle.confidence(as_of, learned_at, confirmations)` (last confirmed when learned).
+
+    The sync's hot path: freshness(), label_for() and days_until_below() inlined on shared
+    parts (each power of the decay factor computed once), to the last bit the same
+    (tests/test_scoring_reference.py holds it to a plain transcription of the formula).
     """
+    d, log_d = _decay(policy.half_life_days)
     age = max(0.0, (as_of - learned_at) / DAY) if learned_at is not None else 0.0
-    since_access = max(0.0, (as_of - accessed_at) / DAY) if accessed_at is not None else None
+    # freshness()'s access boost; never read (0, None) is exactly 0.0 without the log
+    boost = _log1p(max(0, access_count)) * 0.05 if access_count else 0.0
+    base = d ** age
+    if accessed_at is not None:
+        recency = 0.1 * d ** max(0.0, (as_of - accessed_at) / DAY)
+        decaying = base + recency        # days_until_below's d**a + 0.1 * d**s
+    else:
+        recency = 0.0
+        decaying = base
     # rounded before labelling so that exactly one half-life reads 0.5 (aging), not 0.49999…
-    value = round(freshness(age, policy.half_life_days, access_count, since_access), 9)
-    label = label_for(value, thresholds)
-    days_left = days_until_below(thresholds.fresh, age, policy.half_life_days, access_count, since_access)
-    until_expired = days_until_below(thresholds.stale, age, policy.half_life_days, access_count, since_access)
-    # Freshness only falls with time, so the label walks fresh -> aging -> stale -> expired;
-    # the next change is the crossing of the current label's lower threshold.
-    if label == "fresh":
+    value = _round(min(1.0, base + boost + recency), 9)
+    fresh_at, aging_at, stale_at = thresholds.fresh, thresholds.aging, thresholds.stale
+    ever = decaying + boost   # _until's comparison, shared by the three thresholds
+
+    # days_until_below(fresh) and (stale), i.e. _until() inlined
+    if fresh_at - boost <= 0:
+        days_left = None
+    elif ever < fresh_at:
+        days_left = 0.0
+    else:
+        days_left = max(0.0, _log((fresh_at - boost) / decaying) / log_d)
+    if stale_at - boost <= 0:
+        until_expired = None
+    elif ever < stale_at:
+        until_expired = 0.0
+    else:
+        until_expired = max(0.0, _log((stale_at - boost) / decaying) / log_d)
+
+    # label_for(value); freshness only falls with time, so the label walks fresh -> aging ->
+    # stale -> expired and the next change is the crossing of the current label's lower threshold.
+    if value >= fresh_at:
+        label = "fresh"
         next_change = days_left
-    elif label == "aging":
-        next_change = days_until_below(thresholds.aging, age, policy.half_life_days, access_count, since_access)
-    elif label == "stale":
+    elif value >= aging_at:
+        label = "aging"
+        if aging_at - boost <= 0:
+            next_change = None
+        elif ever < aging_at:
+            next_change = 0.0
+        else:
+            next_change = max(0.0, _log((aging_at - boost) / decaying) / log_d)
+    elif value >= stale_at:
+        label = "stale"
         next_change = until_expired
     else:
-        next_change = None
-
-    hard_limits = []
-    if policy.ttl_days is not None:
-        hard_limits.append(("ttl", policy.ttl_days - age))
-    if expires_at is not None:
-        hard_limits.append(("source", (expires_at - as_of) / DAY))
-    expired_by = None
-    for reason, remaining in hard_limits:
-        remaining = max(0.0, remaining)
-        days_left = remaining if days_left is None else min(days_left, remaining)
-        until_expired = remaining if until_expired is None else min(until_expired, remaining)
-        if remaining <= 0.0 and expired_by is None:
-            expired_by = reason
-        if label != "expired":
-            next_change = remaining if next_change is None else min(next_change, remaining)
-    if expired_by is not None:
         label = "expired"
         next_change = None
-    return Score(round(value, 6), label, round(age, 6),
-                 None if days_left is None else round(days_left, 3),
-                 None if until_expired is None else round(until_expired, 3), expired_by,
-                 confidence=confidence, next_change_days=next_change)
+
+    expired_by = None
+    ttl = policy.ttl_days
+    if ttl is not None or expires_at is not None:
+        hard_limits = []
+        if ttl is not None:
+            hard_limits.append(("ttl", ttl - age))
+        if expires_at is not None:
+            hard_limits.append(("source", (expires_at - as_of) / DAY))
+        for reason, remaining in hard_limits:
+            remaining = max(0.0, remaining)
+            days_left = remaining if days_left is None else min(days_left, remaining)
+            until_expired = remaining if until_expired is None else min(until_expired, remaining)
+            if remaining <= 0.0 and expired_by is None:
+                expired_by = reason
+            if label != "expired":
+                next_change = remaining if next_change is None else min(next_change, remaining)
+        if expired_by is not None:
+            label = "expired"
+            next_change = None
+    if lifecycle is not None:
+        confidence = lifecycle.confidence_after(age, confirmations)
+    return _new_score(Score, (_round(value, 6), label, _round(age, 6),
+                              None if days_left is None else _round(days_left, 3),
+                              None if until_expired is None else _round(until_expired, 3),
+                              expired_by, confidence, next_change))

@@ -714,13 +714,14 @@ class OverlayStore:
             if not chunk:
                 break
             updates = []
+            append = updates.append
             for r in chunk:
                 s = score_row(r)
-                nxt = next_change(as_of, s) if next_change else None
+                nxt = next_change(as_of, s) if next_change is not None else None
                 if floor is not None and nxt is not None and nxt < floor:
                     nxt = floor   # leaves the due range, so one call never loops on a fact
-                updates.append((s.freshness, s.label, s.age_days, s.days_left, s.days_until_expired,
-                                s.expired_by, s.confidence, as_of, nxt, r["id"]))
+                append((s.freshness, s.label, s.age_days, s.days_left, s.days_until_expired,
+                        s.expired_by, s.confidence, as_of, nxt, r["id"]))
             self.conn.executemany(
                 "UPDATE facts SET freshness = ?, label = ?, age_days = ?, days_left = ?, days_until_expired = ?, "
                 "expired_by = ?, confidence = ?, scored_as_of = ?, next_change = ? WHERE id = ?", updates)

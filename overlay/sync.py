@@ -19,13 +19,14 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Callable
 
 from ..connectors.base import Connector, Record, make_ref
 from ..connectors.registry import make_connector
 from ..rules.categorize import Categorizer
 from ..rules.config import MAPPING_KEYS, Config, SourceConfig
-from .scoring import DAY, Score, score_fact
+from .scoring import DAY, CategoryPolicy, Score, score_fact
 from .store import OverlayStore
 
 BATCH = 2000
@@ -53,19 +54,23 @@ class SyncStats:
 def content_hash(rec: Record) -> str:
     """What makes a fact 'changed' (access counters are not content).
 
-    blake2b over repr(part) + 0x1f for each part, fed in one update (the same digest as
-    one update per piece: hashing is streaming).
+    blake2b over repr(part) + 0x1f for each part, as one string.
     """
-    parts = (rec.text, rec.key, rec.subject, rec.category, rec.created_at, rec.updated_at,
-             rec.expires_at, rec.status)
-    data = "".join([repr(p) + "\x1f" for p in parts]).encode("utf-8", "replace")
-    return hashlib.blake2b(data, digest_size=12).hexdigest()
+    data = (f"{rec.text!r}\x1f{rec.key!r}\x1f{rec.subject!r}\x1f{rec.category!r}\x1f{rec.created_at!r}\x1f"
+            f"{rec.updated_at!r}\x1f{rec.expires_at!r}\x1f{rec.status!r}\x1f")
+    return _blake2b(data.encode("utf-8", "replace"), digest_size=12).hexdigest()
+
+
+_blake2b = hashlib.blake2b
 
 
 def pk_json(pk: dict[str, str]) -> str:
     """How a record's key is stored in facts.pk (the deletion pass must match it exactly):
     `json.dumps(pk)`, with a fast path giving the same text for the usual string values."""
     try:
+        if len(pk) == 1:
+            for k, v in pk.items():
+                return "{" + _enc(k) + ": " + _enc(v) + "}"
         return "{" + ", ".join([_enc(k) + ": " + _enc(v) for k, v in pk.items()]) + "}"
     except TypeError:
         return json.dumps(pk, sort_keys=False)
@@ -103,20 +108,21 @@ class SyncEngine:
               accessed_at: float | None, expires_at: float | None, confirmed_at: float | None = None,
               confirmations: int = 0) -> Score:
         """Freshness (the design's formula) and confidence (erosion since the last confirmation)."""
-        confirmed_at = learned_at if confirmed_at is None else confirmed_at
-        # confidence handed to score_fact (a passthrough) rather than dataclasses.replace()
-        # afterwards: the same Score, built once per fact on the sync's hot path.
-        return score_fact(as_of, learned_at, self.config.policy(category), self.config.thresholds,
-                          access_count, accessed_at, expires_at,
-                          confidence=self.config.lifecycle.confidence(as_of, confirmed_at, confirmations))
+        cfg = self.config
+        if confirmed_at is None or confirmed_at == learned_at:
+            # confirmed when learned: score_fact computes the confidence on the age it has
+            return score_fact(as_of, learned_at, cfg.policy(category), cfg.thresholds, access_count,
+                              accessed_at, expires_at, lifecycle=cfg.lifecycle, confirmations=confirmations)
+        return score_fact(as_of, learned_at, cfg.policy(category), cfg.thresholds, access_count, accessed_at,
+                          expires_at, confidence=cfg.lifecycle.confidence(as_of, confirmed_at, confirmations))
 
     def score_row(self, row, as_of: float) -> Score:
         """Score a stored fact; a person's refresh and first sight count as learning."""
-        times = [t for t in (row["created_at"], row["updated_at"], row["refreshed_at"]) if t is not None]
-        if not times:
-            times.append(row["first_seen"])
-        return self.score(row["category"], max(times), as_of, row["access_count"], row["accessed_at"],
-                          row["expires_at"], max(times), row["confirmations"])
+        learned = _latest(row["created_at"], row["updated_at"], row["refreshed_at"])
+        if learned is None:
+            learned = row["first_seen"]
+        return self.score(row["category"], learned, as_of, row["access_count"], row["accessed_at"],
+                          row["expires_at"], learned, row["confirmations"])
 
     @staticmethod
     def next_change_at(as_of: float, score: Score, now: float) -> float | None:
@@ -134,20 +140,20 @@ class SyncEngine:
     def rescore(self, as_of: float, source_ids: list[int] | None = None, fact_ids: list[int] | None = None) -> int:
         """Live facts not yet scored at `as_of` (audit, report; `fact_ids`: just those)."""
         now = time.time()
-        return self.store.rescore(lambda r: self.score_row(r, as_of), as_of, source_ids, fact_ids=fact_ids,
-                                  next_change=lambda a, s: self.next_change_at(a, s, now))
+        return self.store.rescore(partial(self.score_row, as_of=as_of), as_of, source_ids, fact_ids=fact_ids,
+                                  next_change=partial(self.next_change_at, now=now))
 
     def rescore_due(self, now: float | None = None, source_ids: list[int] | None = None) -> int:
         """Only facts whose label can have changed by `now` (the daemon's schedule)."""
         now = time.time() if now is None else now
-        return self.store.rescore_due(lambda r: self.score_row(r, now), now, now,
-                                      lambda a, s: self.next_change_at(a, s, now), source_ids)
+        return self.store.rescore_due(partial(self.score_row, as_of=now), now, now,
+                                      partial(self.next_change_at, now=now), source_ids)
 
     def _rescore_pending(self, source_id: int, as_of: float) -> None:
         """Facts the upsert left unscored (their age depends on overlay state)."""
         now = time.time()
-        self.store.rescore_due(lambda r: self.score_row(r, as_of), as_of, 0.0,
-                               lambda a, s: self.next_change_at(a, s, now), [source_id])
+        self.store.rescore_due(partial(self.score_row, as_of=as_of), as_of, 0.0,
+                               partial(self.next_change_at, now=now), [source_id])
 
     # -- sync -----------------------------------------------------------------------------
     def sync(self, source: SourceConfig, as_of: float | None = None, full: bool = True,
@@ -283,8 +289,9 @@ class SyncEngine:
             if on_progress:
                 on_progress(stats.records)
 
+        fact_row = self._row_builder(source_id, sync_no, now, as_of)
         for rec in records:
-            batch.append(self._fact_row(rec, source_id, sync_no, now, as_of))
+            batch.append(fact_row(rec))
             if rec.replaced_by:
                 replaced.append((rec.ref, make_ref(rec.source, rec.table, rec.replaced_by),
                                  rec.replaced_note or "the source marks it replaced"))
@@ -301,18 +308,40 @@ class SyncEngine:
             "SELECT count(*) FROM facts WHERE source_id = ? AND changed_sync = ?",
             (source_id, sync_no)).fetchone()[0]
 
-    def _fact_row(self, rec: Record, source_id: int, sync_no: int, now: float, as_of: float) -> tuple:
-        category = self.categorizer.categorize(rec.source, rec.key, rec.text, rec.category)
-        rec.category = category
-        learned = rec.learned_at
-        s = self.score(category, learned if learned is not None else now, as_of,
-                       rec.access_count, rec.accessed_at, rec.expires_at)
-        nxt = self.next_change_at(as_of, s, now) if rec.status in LIVE_STATUSES else None
-        return (source_id, rec.table, pk_json(rec.pk), rec.ref, rec.subject, rec.key,
-                rec.text, category, rec.created_at, rec.updated_at, rec.accessed_at, rec.access_count,
-                rec.expires_at, content_hash(rec), now, now, sync_no, sync_no, rec.status,
-                s.freshness, s.label, s.age_days, s.days_left, s.days_until_expired, s.expired_by, as_of,
-                s.confidence, nxt)
+    def _row_builder(self, source_id: int, sync_no: int, now: float, as_of: float) -> Callable[[Record], tuple]:
+        """fact_row(rec) -> the facts row upsert_facts() takes, categorised and scored.
+
+        The per-record hot path of every sync: what is the same for the whole sync (policies,
+        thresholds, whether `as_of` is ahead of the clock) is looked up once here. The same
+        values as score() and next_change_at() give (tests/test_sync_rows.py)."""
+        categorize = self.categorizer.categorize
+        cfg = self.config
+        thresholds, lifecycle = cfg.thresholds, cfg.lifecycle
+        policies: dict[str, CategoryPolicy] = {}
+        ahead = as_of > now + 1.0          # next_change_at(): due again at once
+
+        def fact_row(rec: Record) -> tuple:
+            category = categorize(rec.source, rec.key, rec.text, rec.category)
+            rec.category = category
+            policy = policies.get(category)
+            if policy is None:
+                policy = policies[category] = cfg.policy(category)
+            created, updated = rec.created_at, rec.updated_at
+            learned = _latest(created, updated)      # Record.learned_at
+            pk, status = rec.pk, rec.status
+            freshness, label, age, left, until, expired_by, confidence, change_days = score_fact(
+                as_of, now if learned is None else learned, policy, thresholds, rec.access_count,
+                rec.accessed_at, rec.expires_at, lifecycle=lifecycle)
+            if change_days is None or status not in LIVE_STATUSES:
+                nxt = None
+            else:
+                nxt = 0.0 if ahead else as_of + change_days * DAY
+            return (source_id, rec.table, pk_json(pk), make_ref(rec.source, rec.table, pk), rec.subject, rec.key,
+                    rec.text, category, created, updated, rec.accessed_at, rec.access_count,
+                    rec.expires_at, content_hash(rec), now, now, sync_no, sync_no, status,
+                    freshness, label, age, left, until, expired_by, as_of, confidence, nxt)
+
+        return fact_row
 
     def _contradictions(self, source_id: int, sync_no: int, replaced, now: float, stats: SyncStats,
                         touched: list[int] | None = None) -> int:
@@ -343,3 +372,12 @@ class SyncEngine:
             ids = set(touched) | set(changed) | partners
             store.apply_contradiction_status(fact_ids=sorted(ids | store.older_partners(ids)))
         return found
+
+
+def _latest(*times: float | None) -> float | None:
+    """max() of the times that are not None (None when none is): the moment of learning."""
+    latest = None
+    for t in times:
+        if t is not None and (latest is None or t > latest):
+            latest = t
+    return latest
