@@ -10,6 +10,7 @@ The schema is versioned; `MIGRATIONS[i]` takes version i to i+1.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
 import time
@@ -678,10 +679,15 @@ class OverlayStore:
         if fact_ids is not None:
             more, more_params = _scope("id", fact_ids)
             scope, params = scope + more, params + more_params
+        sql = f"SELECT {_SCORE_INPUTS} FROM facts WHERE {LIVE} AND scored_as_of IS NOT ? {scope}"
         with self.transaction():
-            rows = self.conn.execute(
-                f"SELECT {_SCORE_INPUTS} FROM facts WHERE {LIVE} AND scored_as_of IS NOT ? {scope}",
-                (as_of, *params))
+            if self.dialect == "postgres":
+                # A plain psycopg cursor holds the whole result client-side; a million facts'
+                # score inputs stream through a server-side cursor instead, a batch at a time.
+                stream = self.conn.stream(sql, (as_of, *params), itersize=batch)
+                pages = iter(lambda: list(itertools.islice(stream, batch)), [])
+                return self._write_scores(pages, score_row, as_of, batch, next_change, pages=True)
+            rows = self.conn.execute(sql, (as_of, *params))
             return self._write_scores(rows, score_row, as_of, batch, next_change)
 
     def rescore_due(self, score_row, as_of: float, now: float, next_change, source_ids: list[int] | None = None,

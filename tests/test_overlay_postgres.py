@@ -319,6 +319,31 @@ def test_fact_rows_stream_through_a_server_side_cursor(both):
         result.close()
 
 
+def test_rescore_streams_score_inputs_through_a_server_side_cursor(both):
+    """A rescore of a Postgres overlay reads its facts a batch at a time (a server-side
+    cursor), not the whole table into this process, and still scores every live fact."""
+    _, cfg = both
+    result = audit(config=cfg, as_of=AS_OF)
+    try:
+        store, engine = result.store, result.engine
+        later = AS_OF + 30 * 86400.0
+        seen_cursors, calls = [], []
+
+        def score_row(row):
+            if not calls:
+                seen_cursors.extend(c[0] for c in store.conn.execute("SELECT name FROM pg_cursors").fetchall())
+            calls.append(row["id"])
+            return engine.score_row(row, later)
+        live = store.count_live(result.source_ids[0])
+        assert store.rescore(score_row, later, batch=5) == live == len(set(calls)) > 5
+        assert [c for c in seen_cursors if c.startswith("memwatch_stream_")]
+        assert not store.conn.execute("SELECT name FROM pg_cursors").fetchall()
+        assert store.conn.execute("SELECT count(*) FROM facts WHERE status IN ('active', 'contradicted') "
+                                  "AND scored_as_of = ?", (later,)).fetchone()[0] == live
+    finally:
+        result.close()
+
+
 def test_mcp_health_reports_the_postgres_schema(both):
     from memwatch_overlay.overlay.mcp_server import OverlayTools
     _, cfg = both
