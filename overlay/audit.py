@@ -104,8 +104,8 @@ class AuditResult:
                 "sources": [{"name": s.name, "connector": s.connector, "preset": s.preset,
                              "target": s.target} for s in self.sources]}
 
-    def iter_facts(self, order: str = "f.id") -> Iterator[dict]:
-        yield from fact_dicts(self.store.iter_report_rows(self.source_ids, order=order))
+    def iter_facts(self, order: str = "f.id", limit: int | None = None) -> Iterator[dict]:
+        yield from fact_dicts(self.store.iter_report_rows(self.source_ids, order=order, limit=limit))
 
     def contradictions(self) -> Iterator[dict]:
         return self.store.iter_contradictions(self.source_ids)

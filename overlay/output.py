@@ -89,7 +89,7 @@ def render_table(result, console: Console, limit: int = MAX_TABLE_ROWS) -> None:
                     ("left", {"justify": "right"})):
         table.add_column(col, overflow="ellipsis", no_wrap=col != "memory", **kw)
     shown = 0
-    for fact in result.iter_facts(order="f.status = 'deleted', f.freshness, f.id"):
+    for fact in result.iter_facts(order="f.status = 'deleted', f.freshness, f.id", limit=limit):
         if shown >= limit:
             break
         text = fact["text"]

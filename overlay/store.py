@@ -649,9 +649,11 @@ class OverlayStore:
             return self.conn.stream(sql, params)
         return self.conn.execute(sql, params)
 
-    def iter_report_rows(self, source_ids: list[int] | None = None, order: str = "f.id") -> Iterator[tuple]:
+    def iter_report_rows(self, source_ids: list[int] | None = None, order: str = "f.id",
+                         limit: int | None = None) -> Iterator[tuple]:
         """Facts (deleted ones too, not forgotten ones) as plain tuples of REPORT_COLUMNS,
-        streamed (a server-side cursor on Postgres).
+        streamed (a server-side cursor on Postgres); the first `limit` only when given
+        (a bounded sort, and the subqueries run for those rows alone).
 
         Unary + keeps SQLite off the source_id index: through it, ORDER BY f.id would sort
         every report row (spilling to temporary files at a million facts) before the first
@@ -659,6 +661,8 @@ class OverlayStore:
         sources' facts (~0.15 s a million) when the audit covers only some sources."""
         scope, params = _scope("+f.source_id", source_ids)
         sql = f"{REPORT_SELECT} WHERE f.status != 'forgotten' {scope} ORDER BY {order}"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
         if self.dialect == "postgres":
             return self.conn.stream(sql, params)
         return self._tuples(sql, params)
