@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import time
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
