@@ -18,7 +18,7 @@ def loads(text: str) -> Any:
     keys and annotations always are); anything else goes to json.loads itself."""
     try:
         value, end = _scan(text, 0)
-    except StopIteration:           # leading whitespace or not JSON: json.loads decides
+    except (StopIteration, TypeError):   # leading whitespace, not JSON, bytes: json.loads decides
         return json.loads(text)
     return value if end == len(text) else json.loads(text)
 

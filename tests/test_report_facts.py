@@ -292,6 +292,12 @@ def test_loads_is_json_loads(text):
     assert json.dumps(got) == json.dumps(want)
 
 
+def test_loads_takes_bytes_and_refuses_none_like_json_loads():
+    assert jsontext.loads(b'{"id": "1"}') == json.loads(b'{"id": "1"}') == {"id": "1"}
+    with pytest.raises(TypeError):
+        jsontext.loads(None)
+
+
 @pytest.mark.parametrize("text", LOADS_ERRORS)
 def test_loads_rejects_what_json_loads_rejects(text):
     with pytest.raises(json.JSONDecodeError):
