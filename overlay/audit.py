@@ -7,17 +7,16 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator, Sequence
 
 from ..connectors.detect import GENERIC_PRESETS, detect, source_from_detection
 from ..rules.config import Config, SourceConfig
-from . import gate
+from . import gate, jsontext
 from .errors import ConfigError
 from .redact import redact_dsn
-from .store import OverlayStore
+from .store import REPORT_COLUMNS, OverlayStore
 from .sync import SyncEngine, SyncStats
 from .timeparse import to_iso
 
@@ -104,9 +103,8 @@ class AuditResult:
                 "sources": [{"name": s.name, "connector": s.connector, "preset": s.preset,
                              "target": s.target} for s in self.sources]}
 
-    def iter_facts(self, order: str = "f.id") -> Iterator[dict]:
-        for row in self.store.iter_fact_rows(self.source_ids, order=order):
-            yield fact_dict(row)
+    def iter_facts(self, order: str = "f.id", limit: int | None = None) -> Iterator[dict]:
+        yield from fact_dicts(self.store.iter_report_rows(self.source_ids, order=order, limit=limit))
 
     def contradictions(self) -> Iterator[dict]:
         return self.store.iter_contradictions(self.source_ids)
@@ -115,20 +113,49 @@ class AuditResult:
         self.store.close()
 
 
+# Column of a FACT_SELECT row (read by name) holding each field of REPORT_COLUMNS.
+_ROW_NAMES = tuple({"source": "source_name", "table": "tbl"}.get(name, name) for name, _ in REPORT_COLUMNS)
+
+
 def fact_dict(row) -> dict:
-    """One overlay row in the audit JSON contract's `facts[]` shape."""
-    return {
-        "source": row["source_name"], "table": row["tbl"], "pk": json.loads(row["pk"]), "ref": row["ref"],
-        "subject": row["subject"], "key": row["key"], "text": row["text"], "category": row["category"],
-        "created_at": to_iso(row["created_at"]), "updated_at": to_iso(row["updated_at"]),
-        "age_days": row["age_days"], "freshness": row["freshness"], "label": row["label"],
-        "days_left": row["days_left"], "days_until_expired": row["days_until_expired"],
-        "expires_at": to_iso(row["expires_at"]), "expired_by": row["expired_by"],
-        "confidence": row["confidence"], "status": row["status"],
-        "contradicted_by": row["contradicted_by"].split("\x1f") if row["contradicted_by"] else [],
-        "first_seen": to_iso(row["first_seen"]),
-        "annotations": json.loads(row["annotations"]) if row["annotations"] not in (None, "", "[]") else [],
-    }
+    """One overlay row (FACT_SELECT, read by name) in the audit JSON contract's `facts[]` shape."""
+    return next(fact_dicts([tuple(row[name] for name in _ROW_NAMES)]))
+
+
+def fact_dicts(rows: Iterable[Sequence]) -> Iterator[dict]:
+    """Rows of REPORT_COLUMNS (by position) in the audit JSON contract's `facts[]` shape."""
+    iso = _IsoTexts()    # a sync stamps many facts with one first_seen
+
+    for (source, table, pk, ref, subject, key, text, category, created_at, updated_at, age_days,
+         freshness, label, days_left, days_until_expired, expires_at, expired_by, confidence, status,
+         contradicted_by, first_seen, annotations) in rows:
+        yield {
+            "source": source, "table": table, "pk": jsontext.loads(pk), "ref": ref,
+            "subject": subject, "key": key, "text": text, "category": category,
+            "created_at": iso[created_at], "updated_at": iso[updated_at],
+            "age_days": age_days, "freshness": freshness, "label": label,
+            "days_left": days_left, "days_until_expired": days_until_expired,
+            "expires_at": iso[expires_at], "expired_by": expired_by,
+            "confidence": confidence, "status": status,
+            "contradicted_by": contradicted_by.split("\x1f") if contradicted_by else [],
+            "first_seen": iso[first_seen],
+            "annotations": jsontext.loads(annotations) if annotations not in (None, "", "[]") else [],
+        }
+
+
+class _IsoTexts(dict):
+    """epoch -> to_iso(epoch), computed on first use; holds at most `size` epochs."""
+
+    def __init__(self, size: int = 4096):
+        super().__init__({None: None})
+        self.size = size
+
+    def __missing__(self, epoch: float) -> str:
+        if len(self) > self.size:
+            self.clear()
+            self[None] = None
+        text = self[epoch] = to_iso(epoch)
+        return text
 
 
 def overlay_target(config: Config | None, overlay_path: str | None) -> str:

@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 
+from . import jsontext
+
 LABEL_STYLES = {"fresh": "green", "aging": "yellow", "stale": "dark_orange", "expired": "red"}
 MAX_TABLE_ROWS = 200
 STATUS_MARKS = {"contradicted": " *", "deleted": " †"}
@@ -17,19 +19,35 @@ _UUIDISH = re.compile(r"^[0-9a-f]{8}-|^[0-9a-f]{16,}$|^\d+$", re.I)
 
 
 def write_json(result, out: IO[str]) -> None:
-    """The design's JSON contract, streamed fact by fact (bounded memory)."""
+    """The design's JSON contract, streamed (bounded memory): one fact or contradiction a
+    line, written WRITE_BATCH lines at a time."""
     header = result.header()
-    dumps = json.JSONEncoder(ensure_ascii=False).encode   # one encoder, not one per fact
     out.write("{")
     for key, value in header.items():
         out.write(f"{json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}, ")
     out.write('"facts": [')
-    for i, fact in enumerate(result.iter_facts()):
-        out.write(("," if i else "") + "\n  " + dumps(fact))
+    _write_lines(out, result.iter_facts())
     out.write('\n], "contradictions": [')
-    for i, item in enumerate(result.contradictions()):
-        out.write(("," if i else "") + "\n  " + dumps(item))
+    _write_lines(out, result.contradictions())
     out.write("\n]}\n")
+
+
+WRITE_BATCH = 1000   # a write() per fact costs about as much as encoding it
+_encode = jsontext.encoder()
+
+
+def _write_lines(out: IO[str], items) -> None:
+    """`items` JSON-encoded, each on its own line after a comma (none before the first)."""
+    encode = _encode
+    lead, batch = "\n  ", []
+    for item in items:
+        batch.append(encode(item))
+        if len(batch) >= WRITE_BATCH:
+            out.write(lead + ",\n  ".join(batch))
+            lead = ",\n  "
+            batch.clear()
+    if batch:
+        out.write(lead + ",\n  ".join(batch))
 
 
 def _time_left(fact: dict) -> str:
@@ -71,7 +89,7 @@ def render_table(result, console: Console, limit: int = MAX_TABLE_ROWS) -> None:
                     ("left", {"justify": "right"})):
         table.add_column(col, overflow="ellipsis", no_wrap=col != "memory", **kw)
     shown = 0
-    for fact in result.iter_facts(order="f.status = 'deleted', f.freshness, f.id"):
+    for fact in result.iter_facts(order="f.status = 'deleted', f.freshness, f.id", limit=limit):
         if shown >= limit:
             break
         text = fact["text"]

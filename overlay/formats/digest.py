@@ -202,30 +202,33 @@ class Digest:
         source = str(fact.get("source") or "")
         category = str(fact.get("category") or "general")
         kinds = problems(fact)
+        contradicted = "contradicted" in kinds
+        label = fact.get("label")
         freshness = fact.get("freshness")
         fresh_ok = isinstance(freshness, (int, float)) and not math.isnan(freshness)
-        for group in (self.groups.setdefault((source, category), Group()),
-                      self.categories.setdefault(category, Group())):
+        pair = _group(self.groups, (source, category))
+        for group in (pair, _group(self.categories, category)):
             group.total += 1
-            if fact.get("label") in group.labels:
-                group.labels[fact["label"]] += 1
-            if "contradicted" in kinds:
+            if label in group.labels:
+                group.labels[label] += 1
+            if contradicted:
                 group.contradicted += 1
             if fresh_ok:
                 group.freshness_sum += freshness
             if kinds:
                 group.problem_count += 1
         if kinds:
-            kept = self.groups[(source, category)].problem_facts
+            kept = pair.problem_facts
             if len(kept) < self.problem_cap:
                 kept.append(trim(fact))
         if fresh_ok:
-            bins = self.histograms.setdefault(category, [0] * HIST_BINS)
+            bins = self.histograms.get(category)
+            if bins is None:
+                bins = self.histograms[category] = [0] * HIST_BINS
             bins[min(HIST_BINS - 1, max(0, int(freshness * HIST_BINS)))] += 1
             self._stalest.push(freshness, lambda: trim(fact))
         days_left = expiry_days(fact)
-        if (isinstance(days_left, (int, float)) and days_left >= 0
-                and fact.get("label") != "expired"):
+        if isinstance(days_left, (int, float)) and days_left >= 0 and label != "expired":
             self.horizons[_horizon(days_left)] += 1
             self._soonest.push(days_left, lambda: trim(fact))
 
@@ -238,6 +241,14 @@ class Digest:
     def soonest(self) -> list[dict]:
         """Kept not-yet-expired facts, soonest to expire first (see `expiry_days`)."""
         return self._soonest.sorted()
+
+
+def _group(table: dict, key) -> Group:
+    """table[key], a new Group the first time (not one built per fact and thrown away)."""
+    group = table.get(key)
+    if group is None:
+        group = table[key] = Group()
+    return group
 
 
 def _horizon(days_left: float) -> int:

@@ -14,16 +14,19 @@ written (GitHub code scanning takes 25,000 per run); the rest are counted in
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping   # isinstance through typing.Mapping is several times slower
 from pathlib import Path
-from typing import Any, Mapping, TextIO
+from typing import Any, TextIO
 from urllib.parse import quote
 
 from ... import __version__
+from .. import jsontext
 from .base import Renderer
 from .digest import describe, problems, safe_target, shorten, source_targets
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 MAX_RESULTS = 25_000
+_encode = jsontext.encoder()   # json.dumps(…, ensure_ascii=False), its C encoder built once
 RULES = {
     "stale": ("MW001", "StaleMemoryFact", "warning",
               "A memory fact's freshness fell below the stale threshold.",
@@ -54,6 +57,7 @@ class SarifRenderer(Renderer):
         self.base = Path(root) if root is not None else Path.cwd()
         self.targets = source_targets(report, self.base)
         self.evidence = _evidence_by_older(report.get("contradictions") or ())
+        self.uris: dict[str, str] = {}   # source -> its store's URI (resolving paths touches the disk)
         self.written = self.omitted = 0
         head = {"$schema": SCHEMA_URI, "version": "2.1.0"}
         stream.write(json.dumps(head)[:-1] + ', "runs": [{\n"tool": ')
@@ -65,9 +69,13 @@ class SarifRenderer(Renderer):
             if self.written >= self.max_results:
                 self.omitted += 1
                 continue
-            result = _result(fact, kind, self.targets, self.evidence, self.base)
+            source = str(fact.get("source") or "")
+            uri = self.uris.get(source)
+            if uri is None:
+                uri = self.uris[source] = _uri(self.targets.get(source) or source or "memory", self.base)
+            result = _result(fact, kind, uri, self.evidence)
             sep = "\n" if self.written == 0 else ",\n"
-            self.stream.write(sep + json.dumps(result, ensure_ascii=False))
+            self.stream.write(sep + _encode(result))
             self.written += 1
 
     def close(self) -> None:
@@ -103,12 +111,10 @@ def _tool() -> dict:
                        "semanticVersion": __version__, "rules": rules}}
 
 
-def _result(fact: Mapping, kind: str, targets: Mapping[str, str],
-            evidence: Mapping[str, list], base: Path) -> dict:
+def _result(fact: Mapping, kind: str, uri: str, evidence: Mapping[str, list]) -> dict:
+    """One SARIF result; `uri` is the store's (see `_uri`)."""
     rule_id, _, level, _, _ = RULES[kind]
     ref = str(fact.get("ref") or "")
-    source = str(fact.get("source") or "")
-    uri = _uri(targets.get(source) or source or "memory", base)
     logical = {"fullyQualifiedName": ref, "name": _pk_text(fact), "kind": "object"}
     location = {"physicalLocation": {"artifactLocation": {"uri": uri}},
                 "logicalLocations": [logical]}
