@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .slotpack import Pack, SlotDef, required_literals
+from .prefilter import Prefilter
+from .slotpack import Pack, SlotDef
 
 _NUMBER_WORDS = {"no": 0, "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5,
                  "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11,
@@ -37,6 +38,7 @@ _CLAUSE_BREAK = re.compile(
     r"whilst|except)\s)", re.I)
 _WORD = re.compile(r"[\w][\w@.+'-]*")
 _MAX_SCOPE_WORDS = 3
+ALL = -1                      # a prefilter mask with every bit set: run every regex
 
 
 @dataclass(frozen=True)
@@ -68,17 +70,49 @@ class Slot:
     evidence: str = ""
 
 
-@dataclass(frozen=True)
 class _Clause:
-    """A clause and the guard facts that hold for the whole of it (computed once)."""
+    """A clause and the guard facts that hold for the whole of it.
 
-    text: str
-    question: bool
-    held: float | None
-    year: int | None
-    temporary: bool
-    replacement: bool
-    addition: bool
+    Each guard fact is computed once, when a match first needs it: most clauses that a
+    slot's prefilter lets through still match nothing.
+    """
+
+    __slots__ = ("text", "question", "mask", "_guards", "_held", "_temporary", "_replacement",
+                 "_addition")
+
+    def __init__(self, text: str, question: bool, mask: int, guards: "_Guards"):
+        self.text, self.question, self.mask, self._guards = text, question, mask, guards
+        self._held = self._temporary = self._replacement = self._addition = None
+
+    @property
+    def held(self) -> float | None:
+        if self._held is None:
+            self._held = self._guards.held(self.text, self.mask)
+        return self._held[0]
+
+    @property
+    def year(self) -> int | None:
+        if self._held is None:
+            self._held = self._guards.held(self.text, self.mask)
+        return self._held[1]
+
+    @property
+    def temporary(self) -> bool:
+        if self._temporary is None:
+            self._temporary = self._guards.temporary(self.text, self.mask)
+        return self._temporary
+
+    @property
+    def replacement(self) -> bool:
+        if self._replacement is None:
+            self._replacement = self._guards.has("replacement", self.text, self.mask)
+        return self._replacement
+
+    @property
+    def addition(self) -> bool:
+        if self._addition is None:
+            self._addition = self._guards.has("addition", self.text, self.mask)
+        return self._addition
 
 
 @dataclass(frozen=True)
@@ -115,8 +149,9 @@ def normalize(text: str) -> str:
     """Straight quotes, expanded contractions, single spaces."""
     t = (text or "").replace("\u2019", "'").replace("\u2018", "'").replace("\u201c", '"')
     t = t.replace("\u201d", '"').replace("\u00a0", " ")
-    for rx, rep in _CONTRACTIONS:
-        t = rx.sub(rep, t)
+    if "'" in t:                       # every contraction has an apostrophe
+        for rx, rep in _CONTRACTIONS:
+            t = rx.sub(rep, t)
     return _SPACES.sub(" ", t).strip()
 
 
@@ -189,11 +224,6 @@ def _any(rxs, text: str) -> bool:
     return any(r.search(text) for r in rxs)
 
 
-def _literal_regex(words) -> re.Pattern:
-    """A regex finding any of ``words`` (plain lower-case strings) in lower-cased text."""
-    return re.compile("|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True)))
-
-
 def _merge(rxs) -> tuple[re.Pattern, ...]:
     """One regex for a list of guard regexes (named groups dropped); the list if that fails."""
     if len(rxs) < 2:
@@ -206,33 +236,56 @@ def _merge(rxs) -> tuple[re.Pattern, ...]:
 
 
 class _Guards:
-    """The pack's guard lists, each merged into one regex (one search instead of many)."""
+    """The pack's guard lists, each merged into one regex (one search instead of many).
+
+    Every check takes the prefilter ``mask`` of the clause its text comes from (the text
+    is the clause or a part of it): a guard whose required literals the clause lacks is
+    not searched. The default mask, all bits set, searches always.
+    """
 
     def __init__(self, pack: Pack):
         self.g = {name: _merge(rxs) for name, rxs in pack.guards.items() if name != "duration"}
         self.g["duration"] = pack.guards["duration"]     # read group by group, not merged
+        self.bits = {name: ALL for name in self.g}       # set by Extractor when it prefilters
+        self.duration_bits = tuple(ALL for _ in self.g["duration"])
 
-    def hedged(self, prefix: str) -> bool:
-        return _any(self.g["hedge"], prefix)
+    def patterns(self) -> list[re.Pattern]:
+        return [r for rxs in self.g.values() for r in rxs]
 
-    def temporary(self, clause: str) -> bool:
-        return _any(self.g["temporary"], clause)
+    def use_prefilter(self, bit) -> None:
+        """Take each guard's bits from a Prefilter (``bit(pattern)``) over ``patterns()``."""
+        for name, rxs in self.g.items():
+            self.bits[name] = 0
+            for r in rxs:
+                self.bits[name] |= bit(r)
+        self.duration_bits = tuple(bit(r) for r in self.g["duration"])
 
-    def negated(self, prefix: str) -> bool:
-        return _any(self.g["negation"], _recent(prefix))
+    def has(self, name: str, text: str, mask: int = -1) -> bool:
+        return bool(mask & self.bits[name]) and _any(self.g[name], text)
 
-    def third_party(self, prefix: str) -> bool:
-        return _any(self.g["third_party"], prefix) and not _any(self.g["first_person"], prefix)
+    def hedged(self, prefix: str, mask: int = -1) -> bool:
+        return self.has("hedge", prefix, mask)
 
-    def past(self, prefix: str) -> bool:
-        return _any(self.g["past"], prefix)
+    def temporary(self, clause: str, mask: int = -1) -> bool:
+        return self.has("temporary", clause, mask)
+
+    def negated(self, prefix: str, mask: int = -1) -> bool:
+        return bool(mask & self.bits["negation"]) and _any(self.g["negation"], _recent(prefix))
+
+    def third_party(self, prefix: str, mask: int = -1) -> bool:
+        return self.has("third_party", prefix, mask) and not self.has("first_person", prefix, mask)
+
+    def past(self, prefix: str, mask: int = -1) -> bool:
+        return self.has("past", prefix, mask)
 
     def question(self, sentence: str) -> bool:
         return _any(self.g["question"], sentence)
 
-    def held(self, clause: str) -> tuple[float | None, int | None]:
+    def held(self, clause: str, mask: int = -1) -> tuple[float | None, int | None]:
         """How long the clause says its value has held: (days, since_year)."""
-        for r in self.g["duration"]:
+        for r, bit in zip(self.g["duration"], self.duration_bits):
+            if not mask & bit:
+                continue
             m = r.search(clause)
             if not m:
                 continue
@@ -307,87 +360,87 @@ def _singular(w: str) -> str:
 
 
 class Extractor:
-    """Reads slots and cues from texts with one compiled pack."""
+    """Reads slots and cues from texts with one compiled pack.
 
-    def __init__(self, pack: Pack):
+    ``prefilter=False`` runs every regex on every clause: the plain reference the
+    prefiltered path (skipping regexes whose required literals a clause lacks) must match.
+    """
+
+    def __init__(self, pack: Pack, prefilter: bool = True):
         self.pack = pack
         self.guards = _Guards(pack)
-        self._lits: dict[int, tuple[str, ...] | None] = {}
-        self._need: dict[int, re.Pattern | None] = {}
-        self._gates: dict[str, re.Pattern | None] = {}
-        for sd in pack.slots:
-            rxs = (*sd.assert_, *sd.deny, *sd.end, *sd.event,
-                   *(x for rs in sd.terms.values() for x in rs),
-                   *(x for rs in sd.implied.values() for x in rs))
-            self._gates[sd.name] = self._gate(rxs)
-        self._cue_gate = self._gate([c.pattern for c in pack.cues])
+        every = [r for sd in pack.slots for r in _slot_regexes(sd)] + [c.pattern for c in pack.cues]
+        self._prefilter = Prefilter(every + self.guards.patterns()) if prefilter else None
+        bit = self._prefilter.bit if prefilter else (lambda r: ALL)
+        self._guard_bits = 0
+        if prefilter:
+            self.guards.use_prefilter(bit)
+            for r in self.guards.patterns():
+                self._guard_bits |= bit(r)
+        self._plans = {sd.name: _SlotPlan(sd, bit) for sd in pack.slots}
+        self._cue_plan = tuple((bit(c.pattern), c) for c in pack.cues)
+        self._cue_bits = 0
+        for b, _ in self._cue_plan:
+            self._cue_bits |= b
 
-    def _gate(self, rxs) -> re.Pattern | None:
-        """One literal-alternation regex a text must match for any of ``rxs`` to (None: always)."""
-        words: set[str] = set()
-        gated = True
-        for r in rxs:
-            lits = self._lits[id(r)] = required_literals(r)
-            self._need[id(r)] = _literal_regex(lits) if lits else None
-            if lits:
-                words.update(lits)
-            else:
-                gated = False
-        if not gated or not words:
-            return None
-        return _literal_regex(words)
+    def _masks(self, parts: list[tuple[str, str]]) -> list[int]:
+        """Per clause, the bits of the regexes that may match it (or a part of it).
 
-    def _finditer(self, r: re.Pattern, text: str, low: str):
-        """``r.finditer(text)``, skipped when ``low`` lacks every literal ``r`` needs."""
-        need = self._need.get(id(r))
-        if need is not None and not need.search(low):
-            return ()
-        return r.finditer(text)
+        Guards are searched in every clause that is not plain ASCII: there, ignoring case
+        can match letters that ``lower()`` does not map to the literals ("ſ" for "s").
+        """
+        if self._prefilter is None:
+            return [ALL] * len(parts)
+        mask, guards = self._prefilter.mask, self._guard_bits
+        return [mask(c.lower()) if c.isascii() else mask(c.lower()) | guards for c, _ in parts]
 
     # -- public
     def read(self, text: str, subject_words: frozenset[str] = frozenset()) -> Reading:
         t = normalize(text)
         parts = clauses(t)
-        slots = tuple(self.slots(t, parts))
-        cues = tuple(self.cues(parts))
+        masks = self._masks(parts)
+        slots = tuple(self.slots(t, parts, masks=masks))
+        cues = tuple(self.cues(parts, masks))
         return Reading(t, slots, cues, self.anchors(t, subject_words), self.entity(t))
 
     def slots(self, t: str, parts: list[tuple[str, str]] | None = None,
-              category: str | None = None) -> list[Slot]:
+              category: str | None = None, masks: list[int] | None = None) -> list[Slot]:
         parts = clauses(t) if parts is None else parts
+        masks = self._masks(parts) if masks is None else masks
+        anywhere = 0
+        for m in masks:
+            anywhere |= m
         infos: list[_Clause] = []
         out: list[Slot] = []
-        low = t.lower()
         for sd in self.pack.slots:
             if category and category != "general" and sd.category != category:
                 continue
-            gate = self._gates.get(sd.name)
-            if gate is not None and not gate.search(low):
+            plan = self._plans[sd.name]
+            if not anywhere & plan.bits:
                 continue                    # none of the slot's regexes can match this text
             if not infos:
-                infos = [self._info(c, s) for c, s in parts]
-            out.extend(self._slot(sd, infos))
+                infos = [self._info(c, s, m) for (c, s), m in zip(parts, masks)]
+            out.extend(self._slot(sd, plan, infos))
         return _dedupe(out)
 
-    def _info(self, clause: str, sentence: str) -> "_Clause":
-        g = self.guards
-        held, year = g.held(clause)
-        return _Clause(clause, g.question(sentence), held, year, g.temporary(clause),
-                       _any(g.g["replacement"], clause), _any(g.g["addition"], clause))
+    def _info(self, clause: str, sentence: str, mask: int) -> "_Clause":
+        return _Clause(clause, self.guards.question(sentence), mask, self.guards)
 
-    def cues(self, parts: list[tuple[str, str]]) -> list[CueHit]:
+    def cues(self, parts: list[tuple[str, str]], masks: list[int] | None = None) -> list[CueHit]:
         hits = []
-        if self._cue_gate is not None and not any(self._cue_gate.search(c.lower()) for c, _ in parts):
+        masks = self._masks(parts) if masks is None else masks
+        if not any(m & self._cue_bits for m in masks):
             return hits
-        for clause, sentence in parts:
+        for (clause, sentence), mask in zip(parts, masks):
             if self.guards.question(sentence):
                 continue
-            low = clause.lower()
-            for cue in self.pack.cues:
-                for m in self._finditer(cue.pattern, clause, low):
+            for bit, cue in self._cue_plan:
+                if not mask & bit:
+                    continue
+                for m in cue.pattern.finditer(clause):
                     prefix = clause[:m.start()]
-                    if (self.guards.hedged(prefix) or self.guards.third_party(prefix)
-                            or self.guards.negated(prefix)):
+                    if (self.guards.hedged(prefix, mask) or self.guards.third_party(prefix, mask)
+                            or self.guards.negated(prefix, mask)):
                         continue
                     after = clause[m.end():]
                     after_words = _WORD.findall(re.split(r"\band\b", after)[0])
@@ -431,31 +484,32 @@ class Extractor:
         return frozenset(_anchor_forms(keep))
 
     # -- one slot definition over all clauses
-    def _slot(self, sd: SlotDef, infos: list["_Clause"]) -> list[Slot]:
+    def _slot(self, sd: SlotDef, plan: "_SlotPlan", infos: list["_Clause"]) -> list[Slot]:
         out: list[Slot] = []
         g = self.guards
         for info in infos:
-            if info.question:
-                continue
-            clause, held, year, temporary = info.text, info.held, info.year, info.temporary
-            replacement, addition = info.replacement, info.addition
+            mask = info.mask
+            if info.question or not mask & plan.bits:
+                continue                # no regex of this slot can match this clause
+            clause = info.text
             taken: list[tuple[int, int]] = []
 
             def ok(m: re.Match, allow_past: bool = False) -> tuple[bool, bool]:
                 """(usable, negated) for a match in this clause."""
                 prefix = clause[:m.start()]
-                if g.hedged(prefix) or (not allow_past and g.past(prefix)):
+                if g.hedged(prefix, mask) or (not allow_past and g.past(prefix, mask)):
                     return False, False
-                if not sd.about_others and g.third_party(prefix):
+                if not sd.about_others and g.third_party(prefix, mask):
                     return False, False
-                return True, g.negated(prefix)
+                return True, g.negated(prefix, mask)
 
             def overlaps(m: re.Match) -> bool:
                 return any(m.start() < e and s < m.end() for s, e in taken)
 
-            low = clause.lower()
-            for r in sd.end:
-                for m in self._finditer(r, clause, low):
+            for bit, r in plan.end:
+                if not mask & bit:
+                    continue
+                for m in r.finditer(clause):
                     usable, neg = ok(m, allow_past=True)
                     if not usable or neg or overlaps(m):
                         continue
@@ -474,21 +528,25 @@ class Extractor:
                     out.append(Slot(sd.name, sd.category, sd.mode, _key(sd, m, raw),
                                     self._value(sd, raw), raw, kind="end", polarity=-1,
                                     new_value=new, qualifier=q, evidence=clause))
-            for r in sd.event:
-                for m in self._finditer(r, clause, low):
+            for bit, r in plan.event:
+                if not mask & bit:
+                    continue
+                for m in r.finditer(clause):
                     usable, neg = ok(m)
                     if not usable or neg:
                         continue
                     delta = -1 if re.search(r"died|passed away|put down|ran away", m.group(0), re.I) else 1
                     out.append(Slot(sd.name, sd.category, sd.mode, _key(sd, m, None), None, None,
                                     kind="event", delta=delta, evidence=clause))
-            for polarity, rxs in ((-1, sd.deny), (1, sd.assert_)):
-                for r in rxs:
-                    for m in self._finditer(r, clause, low):
+            for polarity, rxs in ((-1, plan.deny), (1, plan.assert_)):
+                for bit, r in rxs:
+                    if not mask & bit:
+                        continue
+                    for m in r.finditer(clause):
                         usable, neg = ok(m)
-                        if not usable or overlaps(m) or (temporary and sd.category == "location"):
+                        if not usable or overlaps(m) or (sd.category == "location" and info.temporary):
                             continue
-                        if sd.mode == "polar" and _any(g.g["restrict"], clause[m.end():]):
+                        if sd.mode == "polar" and g.has("restrict", clause[m.end():], mask):
                             continue
                         gd = m.groupdict()
                         raw = _clean(gd.get("v"))
@@ -500,19 +558,19 @@ class Extractor:
                         taken.append((m.start(), m.end()))
                         out.append(Slot(sd.name, sd.category, sd.mode, _key(sd, m, raw),
                                         self._value(sd, raw), raw, polarity=pol,
-                                        held_days=held, held_year=year,
-                                        replacement=replacement,
-                                        current=self._current(clause, m.start()),
-                                        addition=addition, evidence=clause))
-        out.extend(self._terms(sd, infos))
+                                        held_days=info.held, held_year=info.year,
+                                        replacement=info.replacement,
+                                        current=self._current(clause, m.start(), mask),
+                                        addition=info.addition, evidence=clause))
+        out.extend(self._terms(sd, plan, infos))
         return out
 
-    def _terms(self, sd: SlotDef, infos: list["_Clause"]) -> list[Slot]:
-        if not sd.terms:
+    def _terms(self, sd: SlotDef, plan: "_SlotPlan", infos: list["_Clause"]) -> list[Slot]:
+        if not plan.terms:
             return []
-        found = self._term_hits(sd, sd.terms, infos, implied=False)
-        if not any(s.polarity > 0 for s in found) and sd.implied:
-            found += self._term_hits(sd, sd.implied, infos, implied=True)
+        found = self._term_hits(sd, plan.terms, infos, implied=False)
+        if not any(s.polarity > 0 for s in found) and plan.implied:
+            found += self._term_hits(sd, plan.implied, infos, implied=True)
         return found
 
     def _term_hits(self, sd, table, infos: list["_Clause"], implied: bool) -> list[Slot]:
@@ -521,29 +579,30 @@ class Extractor:
         for info in infos:
             if info.question:
                 continue
-            clause, held, year = info.text, info.held, info.year
-            low = clause.lower()
-            for value, rxs in table.items():
-                for r in rxs:
-                    for m in self._finditer(r, clause, low):
+            clause, mask = info.text, info.mask
+            for value, rxs in table:
+                for bit, r in rxs:
+                    if not mask & bit:
+                        continue
+                    for m in r.finditer(clause):
                         prefix = clause[:m.start()]
-                        if g.hedged(prefix) or g.past(prefix):
+                        if g.hedged(prefix, mask) or g.past(prefix, mask):
                             continue
-                        if not implied and not sd.about_others and g.third_party(prefix):
+                        if not implied and not sd.about_others and g.third_party(prefix, mask):
                             continue
-                        pol = -1 if g.negated(prefix) else 1
-                        current = self._current(clause, m.start())
+                        pol = -1 if g.negated(prefix, mask) else 1
+                        current = self._current(clause, m.start(), mask)
                         out.append(Slot(sd.name, sd.category, sd.mode, "", value, m.group(0),
-                                        polarity=pol, held_days=held, held_year=year,
+                                        polarity=pol, held_days=info.held, held_year=info.year,
                                         implied=implied, current=current,
                                         evidence=clause))
         return out
 
-    def _current(self, clause: str, pos: int) -> bool:
+    def _current(self, clause: str, pos: int, mask: int = ALL) -> bool:
         """Whether the comma-separated part of the clause around ``pos`` says "now"."""
         start = clause.rfind(",", 0, pos) + 1
         end = clause.find(",", pos)
-        return _any(self.guards.g["current"], clause[start:end if end >= 0 else len(clause)])
+        return self.guards.has("current", clause[start:end if end >= 0 else len(clause)], mask)
 
     def _value(self, sd: SlotDef, raw: str | None) -> str | None:
         if raw is None:
@@ -556,6 +615,27 @@ class Extractor:
         if sd.mode == "polar":
             return _singular(_family(sd, raw))
         return norm_value(raw)
+
+
+def _slot_regexes(sd: SlotDef) -> tuple[re.Pattern, ...]:
+    return (*sd.assert_, *sd.deny, *sd.end, *sd.event,
+            *(x for rs in sd.terms.values() for x in rs),
+            *(x for rs in sd.implied.values() for x in rs))
+
+
+class _SlotPlan:
+    """A slot's regexes, each paired with its prefilter bit, in the order they are run."""
+
+    def __init__(self, sd: SlotDef, bit):
+        def paired(rxs):
+            return tuple((bit(r), r) for r in rxs)
+        self.end, self.event = paired(sd.end), paired(sd.event)
+        self.deny, self.assert_ = paired(sd.deny), paired(sd.assert_)
+        self.terms = tuple((value, paired(rxs)) for value, rxs in sd.terms.items())
+        self.implied = tuple((value, paired(rxs)) for value, rxs in sd.implied.items())
+        self.bits = 0
+        for r in _slot_regexes(sd):
+            self.bits |= bit(r)
 
 
 _SUBJECT_VERBS = {"is", "has", "was", "had", "works", "lives", "likes", "loves", "thinks",
