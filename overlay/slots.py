@@ -38,6 +38,7 @@ _CLAUSE_BREAK = re.compile(
     r"whilst|except)\s)", re.I)
 _WORD = re.compile(r"[\w][\w@.+'-]*")
 _MAX_SCOPE_WORDS = 3
+_LOSS = re.compile(r"died|passed away|put down|ran away", re.I)     # an event that lowers a count
 ALL = -1                      # a prefilter mask with every bit set: run every regex
 
 
@@ -377,7 +378,7 @@ class Extractor:
             self.guards.use_prefilter(bit)
             for r in self.guards.patterns():
                 self._guard_bits |= bit(r)
-        self._plans = {sd.name: _SlotPlan(sd, bit) for sd in pack.slots}
+        self._plans = [(sd, _SlotPlan(sd, bit)) for sd in pack.slots]
         self._cue_plan = tuple((bit(c.pattern), c) for c in pack.cues)
         self._cue_bits = 0
         for b, _ in self._cue_plan:
@@ -412,10 +413,9 @@ class Extractor:
             anywhere |= m
         infos: list[_Clause] = []
         out: list[Slot] = []
-        for sd in self.pack.slots:
+        for sd, plan in self._plans:
             if category and category != "general" and sd.category != category:
                 continue
-            plan = self._plans[sd.name]
             if not anywhere & plan.bits:
                 continue                    # none of the slot's regexes can match this text
             if not infos:
@@ -486,100 +486,113 @@ class Extractor:
     # -- one slot definition over all clauses
     def _slot(self, sd: SlotDef, plan: "_SlotPlan", infos: list["_Clause"]) -> list[Slot]:
         out: list[Slot] = []
-        g = self.guards
         for info in infos:
             mask = info.mask
             if info.question or not mask & plan.bits:
                 continue                # no regex of this slot can match this clause
-            clause = info.text
             taken: list[tuple[int, int]] = []
-
-            def ok(m: re.Match, allow_past: bool = False) -> tuple[bool, bool]:
-                """(usable, negated) for a match in this clause."""
-                prefix = clause[:m.start()]
-                if g.hedged(prefix, mask) or (not allow_past and g.past(prefix, mask)):
-                    return False, False
-                if not sd.about_others and g.third_party(prefix, mask):
-                    return False, False
-                return True, g.negated(prefix, mask)
-
-            def overlaps(m: re.Match) -> bool:
-                return any(m.start() < e and s < m.end() for s, e in taken)
-
-            for bit, r in plan.end:
-                if not mask & bit:
-                    continue
-                for m in r.finditer(clause):
-                    usable, neg = ok(m, allow_past=True)
-                    if not usable or neg or overlaps(m):
-                        continue
-                    raw = _clean(m.groupdict().get("v"))
-                    if raw is not None and not _valid(sd, raw, self.pack):
-                        raw = None
-                        if sd.mode != "progress" and "v" in m.groupdict() and m.group("v"):
-                            continue
-                    new = _clean(m.groupdict().get("n"))
-                    if new is not None and not _valid(sd, new, self.pack):
-                        new = None
-                        if sd.mode == "progress":
-                            continue
-                    q = (m.groupdict().get("q") or "").strip().lower() or None
-                    taken.append((m.start(), m.end()))
-                    out.append(Slot(sd.name, sd.category, sd.mode, _key(sd, m, raw),
-                                    self._value(sd, raw), raw, kind="end", polarity=-1,
-                                    new_value=new, qualifier=q, evidence=clause))
-            for bit, r in plan.event:
-                if not mask & bit:
-                    continue
-                for m in r.finditer(clause):
-                    usable, neg = ok(m)
-                    if not usable or neg:
-                        continue
-                    delta = -1 if re.search(r"died|passed away|put down|ran away", m.group(0), re.I) else 1
-                    out.append(Slot(sd.name, sd.category, sd.mode, _key(sd, m, None), None, None,
-                                    kind="event", delta=delta, evidence=clause))
-            for polarity, rxs in ((-1, plan.deny), (1, plan.assert_)):
-                for bit, r in rxs:
-                    if not mask & bit:
-                        continue
-                    for m in r.finditer(clause):
-                        usable, neg = ok(m)
-                        if not usable or overlaps(m) or (sd.category == "location" and info.temporary):
-                            continue
-                        if sd.mode == "polar" and g.has("restrict", clause[m.end():], mask):
-                            continue
-                        gd = m.groupdict()
-                        raw = _clean(gd.get("v"))
-                        if sd.mode == "count" and polarity == -1:
-                            raw = "0"
-                        if raw is None or not _valid(sd, raw, self.pack):
-                            continue
-                        pol = -polarity if neg else polarity
-                        taken.append((m.start(), m.end()))
-                        out.append(Slot(sd.name, sd.category, sd.mode, _key(sd, m, raw),
-                                        self._value(sd, raw), raw, polarity=pol,
-                                        held_days=info.held, held_year=info.year,
-                                        replacement=info.replacement,
-                                        current=self._current(clause, m.start(), mask),
-                                        addition=info.addition, evidence=clause))
+            if mask & plan.end_bits:
+                self._ends(sd, plan.end, info, taken, out)
+            if mask & plan.event_bits:
+                self._events(sd, plan.event, info, out)
+            if mask & plan.deny_bits:
+                self._asserts(sd, plan.deny, -1, info, taken, out)
+            if mask & plan.assert_bits:
+                self._asserts(sd, plan.assert_, 1, info, taken, out)
         out.extend(self._terms(sd, plan, infos))
         return out
+
+    def _usable(self, sd: SlotDef, info: "_Clause", m: re.Match,
+                allow_past: bool = False) -> tuple[bool, bool]:
+        """(usable, negated) for a match in this clause."""
+        g, mask = self.guards, info.mask
+        prefix = info.text[:m.start()]
+        if g.hedged(prefix, mask) or (not allow_past and g.past(prefix, mask)):
+            return False, False
+        if not sd.about_others and g.third_party(prefix, mask):
+            return False, False
+        return True, g.negated(prefix, mask)
+
+    def _ends(self, sd: SlotDef, rxs, info: "_Clause", taken: list, out: list[Slot]) -> None:
+        clause, mask = info.text, info.mask
+        for bit, r in rxs:
+            if not mask & bit:
+                continue
+            for m in r.finditer(clause):
+                usable, neg = self._usable(sd, info, m, allow_past=True)
+                if not usable or neg or _overlaps(taken, m):
+                    continue
+                raw = _clean(m.groupdict().get("v"))
+                if raw is not None and not _valid(sd, raw, self.pack):
+                    raw = None
+                    if sd.mode != "progress" and "v" in m.groupdict() and m.group("v"):
+                        continue
+                new = _clean(m.groupdict().get("n"))
+                if new is not None and not _valid(sd, new, self.pack):
+                    new = None
+                    if sd.mode == "progress":
+                        continue
+                q = (m.groupdict().get("q") or "").strip().lower() or None
+                taken.append((m.start(), m.end()))
+                out.append(Slot(sd.name, sd.category, sd.mode, _key(sd, m, raw),
+                                self._value(sd, raw), raw, kind="end", polarity=-1,
+                                new_value=new, qualifier=q, evidence=clause))
+
+    def _events(self, sd: SlotDef, rxs, info: "_Clause", out: list[Slot]) -> None:
+        clause, mask = info.text, info.mask
+        for bit, r in rxs:
+            if not mask & bit:
+                continue
+            for m in r.finditer(clause):
+                usable, neg = self._usable(sd, info, m)
+                if not usable or neg:
+                    continue
+                delta = -1 if _LOSS.search(m.group(0)) else 1
+                out.append(Slot(sd.name, sd.category, sd.mode, _key(sd, m, None), None, None,
+                                kind="event", delta=delta, evidence=clause))
+
+    def _asserts(self, sd: SlotDef, rxs, polarity: int, info: "_Clause", taken: list,
+                 out: list[Slot]) -> None:
+        clause, mask = info.text, info.mask
+        for bit, r in rxs:
+            if not mask & bit:
+                continue
+            for m in r.finditer(clause):
+                usable, neg = self._usable(sd, info, m)
+                if not usable or _overlaps(taken, m) or (sd.category == "location" and info.temporary):
+                    continue
+                if sd.mode == "polar" and self.guards.has("restrict", clause[m.end():], mask):
+                    continue
+                gd = m.groupdict()
+                raw = _clean(gd.get("v"))
+                if sd.mode == "count" and polarity == -1:
+                    raw = "0"
+                if raw is None or not _valid(sd, raw, self.pack):
+                    continue
+                pol = -polarity if neg else polarity
+                taken.append((m.start(), m.end()))
+                out.append(Slot(sd.name, sd.category, sd.mode, _key(sd, m, raw),
+                                self._value(sd, raw), raw, polarity=pol,
+                                held_days=info.held, held_year=info.year,
+                                replacement=info.replacement,
+                                current=self._current(clause, m.start(), mask),
+                                addition=info.addition, evidence=clause))
 
     def _terms(self, sd: SlotDef, plan: "_SlotPlan", infos: list["_Clause"]) -> list[Slot]:
         if not plan.terms:
             return []
-        found = self._term_hits(sd, plan.terms, infos, implied=False)
+        found = self._term_hits(sd, plan.terms, plan.terms_bits, infos, implied=False)
         if not any(s.polarity > 0 for s in found) and plan.implied:
-            found += self._term_hits(sd, plan.implied, infos, implied=True)
+            found += self._term_hits(sd, plan.implied, plan.implied_bits, infos, implied=True)
         return found
 
-    def _term_hits(self, sd, table, infos: list["_Clause"], implied: bool) -> list[Slot]:
+    def _term_hits(self, sd, table, bits: int, infos: list["_Clause"], implied: bool) -> list[Slot]:
         g = self.guards
         out = []
         for info in infos:
-            if info.question:
-                continue
             clause, mask = info.text, info.mask
+            if info.question or not mask & bits:
+                continue
             for value, rxs in table:
                 for bit, r in rxs:
                     if not mask & bit:
@@ -633,9 +646,21 @@ class _SlotPlan:
         self.deny, self.assert_ = paired(sd.deny), paired(sd.assert_)
         self.terms = tuple((value, paired(rxs)) for value, rxs in sd.terms.items())
         self.implied = tuple((value, paired(rxs)) for value, rxs in sd.implied.items())
-        self.bits = 0
-        for r in _slot_regexes(sd):
-            self.bits |= bit(r)
+
+        def bits(rxs) -> int:
+            out = 0
+            for r in rxs:
+                out |= bit(r)
+            return out
+        self.end_bits, self.event_bits = bits(sd.end), bits(sd.event)
+        self.deny_bits, self.assert_bits = bits(sd.deny), bits(sd.assert_)
+        self.terms_bits = bits(r for rs in sd.terms.values() for r in rs)
+        self.implied_bits = bits(r for rs in sd.implied.values() for r in rs)
+        self.bits = bits(_slot_regexes(sd))
+
+
+def _overlaps(taken: list[tuple[int, int]], m: re.Match) -> bool:
+    return any(m.start() < e and s < m.end() for s, e in taken)
 
 
 _SUBJECT_VERBS = {"is", "has", "was", "had", "works", "lives", "likes", "loves", "thinks",
