@@ -88,9 +88,10 @@ class Detector:
     def __init__(self, pack: Pack | str | None = None, embedder: Embedder | None = None,
                  judge: Judge | None = None,
                  semantic_threshold: float = DEFAULT_SEMANTIC_THRESHOLD,
-                 min_confidence: float = 0.0, cache_size: int = DEFAULT_CACHE_SIZE):
+                 min_confidence: float = 0.0, cache_size: int = DEFAULT_CACHE_SIZE,
+                 prefilter: bool = True):
         self.pack = pack if isinstance(pack, Pack) else load_pack(pack)
-        self.extractor = Extractor(self.pack)
+        self.extractor = Extractor(self.pack, prefilter=prefilter)   # False: the plain reference
         self.embedder = embedder
         self.judge = judge
         self.semantic_threshold = semantic_threshold

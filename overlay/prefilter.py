@@ -30,6 +30,7 @@ class Prefilter:
         self._kept: list[re.Pattern] = []        # keeps the ids above valid
         self.always = 0                          # regexes without a required literal
         by_literal: dict[str, int] = {}
+        self._needs: list[tuple[int, tuple[str, ...]]] = []     # (bit, literals) for the reference
         for p in patterns:
             if id(p) in self._bits:
                 continue
@@ -40,6 +41,7 @@ class Prefilter:
             if not lits:
                 self.always |= bit
                 continue
+            self._needs.append((bit, lits))
             for w in lits:
                 by_literal[w] = by_literal.get(w, 0) | bit
         # The scan reports, at each position, the longest literal starting there; every
@@ -63,6 +65,14 @@ class Prefilter:
             found = self._found
             for hit in self._scan.finditer(low):
                 m |= found[hit.group(1)]
+        return m
+
+    def mask_one_by_one(self, low: str) -> int:
+        """``mask`` computed plainly, one regex and one literal at a time (a reference)."""
+        m = self.always
+        for bit, lits in self._needs:
+            if any(w in low for w in lits):
+                m |= bit
         return m
 
     def literals_in(self, low: str) -> set[str]:

@@ -363,26 +363,38 @@ def _singular(w: str) -> str:
 class Extractor:
     """Reads slots and cues from texts with one compiled pack.
 
-    ``prefilter=False`` runs every regex on every clause: the plain reference the
-    prefiltered path (skipping regexes whose required literals a clause lacks) must match.
+    A regex is run on a clause only if the clause contains one of its required literals
+    (``slotpack.required_literals``). ``prefilter=False`` is the plain reference the fast
+    path must match: it checks each regex's literals one by one and searches every guard.
     """
 
     def __init__(self, pack: Pack, prefilter: bool = True):
         self.pack = pack
-        self.guards = _Guards(pack)
+        self._plain = not prefilter
+        # compiled once per pack (a pack is read-only once loaded) and shared
+        key = "_extractor_plain" if self._plain else "_extractor"
+        parts = pack.__dict__.get(key)
+        if parts is None:
+            parts = pack.__dict__[key] = self._compile(pack, prefilter)
+        self.guards, self._prefilter, self._guard_bits, self._plans, self._cue_plan, self._cue_bits = parts
+
+    @staticmethod
+    def _compile(pack: Pack, prefilter: bool) -> tuple:
+        guards = _Guards(pack)
         every = [r for sd in pack.slots for r in _slot_regexes(sd)] + [c.pattern for c in pack.cues]
-        self._prefilter = Prefilter(every + self.guards.patterns()) if prefilter else None
-        bit = self._prefilter.bit if prefilter else (lambda r: ALL)
-        self._guard_bits = 0
+        pf = Prefilter(every + guards.patterns())
+        bit = pf.bit
+        guard_bits = 0
         if prefilter:
-            self.guards.use_prefilter(bit)
-            for r in self.guards.patterns():
-                self._guard_bits |= bit(r)
-        self._plans = [(sd, _SlotPlan(sd, bit)) for sd in pack.slots]
-        self._cue_plan = tuple((bit(c.pattern), c) for c in pack.cues)
-        self._cue_bits = 0
-        for b, _ in self._cue_plan:
-            self._cue_bits |= b
+            guards.use_prefilter(bit)
+            for r in guards.patterns():
+                guard_bits |= bit(r)
+        plans = [(sd, _SlotPlan(sd, bit)) for sd in pack.slots]
+        cue_plan = tuple((bit(c.pattern), c) for c in pack.cues)
+        cue_bits = 0
+        for b, _ in cue_plan:
+            cue_bits |= b
+        return guards, pf, guard_bits, plans, cue_plan, cue_bits
 
     def _masks(self, parts: list[tuple[str, str]]) -> list[int]:
         """Per clause, the bits of the regexes that may match it (or a part of it).
@@ -390,8 +402,8 @@ class Extractor:
         Guards are searched in every clause that is not plain ASCII: there, ignoring case
         can match letters that ``lower()`` does not map to the literals ("ſ" for "s").
         """
-        if self._prefilter is None:
-            return [ALL] * len(parts)
+        if self._plain:
+            return [self._prefilter.mask_one_by_one(c.lower()) for c, _ in parts]
         mask, guards = self._prefilter.mask, self._guard_bits
         return [mask(c.lower()) if c.isascii() else mask(c.lower()) | guards for c, _ in parts]
 
