@@ -13,6 +13,7 @@ Example:
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -700,17 +701,25 @@ def _anchor_forms(words) -> list[str]:
     """Stemmed forms of words; e-mail addresses also give their local part and domain."""
     out = []
     for w in words:
-        lw = w.lower().strip(".,'\"")
-        if "@" in lw:
-            local, _, domain = lw.partition("@")
-            out.append(lw)
-            out.extend(p for p in re.split(r"[.\-_]", local + "." + domain) if len(p) >= 3
-                       and p not in {"com", "org", "net", "edu", "gmail", "mail"})
-            continue
-        if "-" in lw and not lw.startswith("-"):
-            out.extend(stem(p) for p in lw.split("-") if len(p) >= 3)
-        out.append(stem(lw))
+        out.extend(_word_forms(w))
     return out
+
+
+@functools.lru_cache(maxsize=65536)
+def _word_forms(w: str) -> tuple[str, ...]:
+    """``_anchor_forms`` of one word (words recur from text to text: computed once)."""
+    out = []
+    lw = w.lower().strip(".,'\"")
+    if "@" in lw:
+        local, _, domain = lw.partition("@")
+        out.append(lw)
+        out.extend(p for p in re.split(r"[.\-_]", local + "." + domain) if len(p) >= 3
+                   and p not in {"com", "org", "net", "edu", "gmail", "mail"})
+        return tuple(out)
+    if "-" in lw and not lw.startswith("-"):
+        out.extend(stem(p) for p in lw.split("-") if len(p) >= 3)
+    out.append(stem(lw))
+    return tuple(out)
 
 
 def _dedupe(slots: list[Slot]) -> list[Slot]:
