@@ -400,13 +400,15 @@ class Extractor:
     def _masks(self, parts: list[tuple[str, str]]) -> list[int]:
         """Per clause, the bits of the regexes that may match it (or a part of it).
 
-        Guards are searched in every clause that is not plain ASCII: there, ignoring case
-        can match letters that ``lower()`` does not map to the literals ("ſ" for "s").
+        Guards are prefiltered only in clauses of printable ASCII without double spaces.
+        Elsewhere they are always searched: ignoring case can match letters that
+        ``lower()`` does not map to the literals ("ſ" for "s"), and the negation guard
+        reads the last words of a prefix re-joined by single spaces.
         """
         if self._plain:
             return [self._prefilter.mask_one_by_one(c.lower()) for c, _ in parts]
         mask, guards = self._prefilter.mask, self._guard_bits
-        return [mask(c.lower()) if c.isascii() else mask(c.lower()) | guards for c, _ in parts]
+        return [mask(c.lower()) if _plain_ascii(c) else mask(c.lower()) | guards for c, _ in parts]
 
     # -- public
     def read(self, text: str, subject_words: frozenset[str] = frozenset()) -> Reading:
@@ -670,6 +672,10 @@ class _SlotPlan:
         self.terms_bits = bits(r for rs in sd.terms.values() for r in rs)
         self.implied_bits = bits(r for rs in sd.implied.values() for r in rs)
         self.bits = bits(_slot_regexes(sd))
+
+
+def _plain_ascii(clause: str) -> bool:
+    return clause.isascii() and clause.isprintable() and "  " not in clause
 
 
 def _overlaps(taken: list[tuple[int, int]], m: re.Match) -> bool:

@@ -57,6 +57,8 @@ def _variant(rnd: random.Random, base: list[str]) -> str:
         t = t.replace("s", "\u017f", 1).replace("k", "\u212a", 1)
     elif r < 0.34:
         t = t.replace("e", "\u00e9", 2).replace("I ", "\u0130 ", 1)
+    elif r < 0.40:                       # whitespace that str.split() splits on, and double spaces
+        t = t.replace(" ", rnd.choice(("\r", "\x0b", "\x0c", "\x1f", "  ")), rnd.randint(1, 3))
     return t
 
 
@@ -187,3 +189,21 @@ def test_fast_and_plain_paths_find_the_same_contradictions(tmp_path, seed):
     assert contradictions == len(pairs) > 500
     assert {p[2] for p in pairs} >= {"value", "cue"}
     assert any(confirmations for *_, confirmations in facts)
+
+
+def test_guards_are_searched_where_a_literal_check_could_miss_them():
+    """The negation guard reads a prefix's last words re-joined by single spaces, and case
+    folding maps "ſ" to "s": a pack whose only negation is "no longer" must still see it."""
+    import tomllib
+    from importlib import resources
+    from memwatch_overlay.overlay.slotpack import compile_pack
+
+    data = tomllib.loads(resources.files("memwatch_overlay.rules").joinpath("slots.toml").read_text("utf-8"))
+    data["guards"]["negation"] = [r"\bno longer\b"]
+    pack = compile_pack(data)
+    fast, plain = Extractor(pack), Extractor(pack, prefilter=False)
+    for text in ("I am no\x0clonger vegan", "I am no  longer vegan", "I am no longer vegan",
+                 "I am NO LONGER vegan", "I am no lonſer vegan", "I am vegan"):
+        a, b = fast.read(text), plain.read(text)
+        assert a == b, text
+    assert [s.polarity for s in fast.read("I am no\x0clonger vegan").slots if s.name == "diet"] == [-1]
