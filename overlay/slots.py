@@ -711,7 +711,7 @@ def _anchor_forms(words) -> list[str]:
     return out
 
 
-@functools.lru_cache(maxsize=65536)
+@functools.lru_cache(maxsize=4096)
 def _word_forms(w: str) -> tuple[str, ...]:
     """``_anchor_forms`` of one word (words recur from text to text: computed once)."""
     out = []
