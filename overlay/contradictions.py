@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Iterable, Protocol
+from typing import Iterable, Mapping, Protocol
 
 from .slotpack import Pack, SlotDef, load_pack
 from .slots import Extractor, Reading, Slot, digits, infer_category, normalize, norm_value, stem, to_number
@@ -88,9 +88,10 @@ class Detector:
     def __init__(self, pack: Pack | str | None = None, embedder: Embedder | None = None,
                  judge: Judge | None = None,
                  semantic_threshold: float = DEFAULT_SEMANTIC_THRESHOLD,
-                 min_confidence: float = 0.0, cache_size: int = DEFAULT_CACHE_SIZE):
+                 min_confidence: float = 0.0, cache_size: int = DEFAULT_CACHE_SIZE,
+                 prefilter: bool = True):
         self.pack = pack if isinstance(pack, Pack) else load_pack(pack)
-        self.extractor = Extractor(self.pack)
+        self.extractor = Extractor(self.pack, prefilter=prefilter)   # False: the plain reference
         self.embedder = embedder
         self.judge = judge
         self.semantic_threshold = semantic_threshold
@@ -101,9 +102,15 @@ class Detector:
         self._cache_size = cache_size
 
     # ------------------------------------------------------------ public API
-    def compare(self, newer: FactView, olders: Iterable[FactView]) -> list[Contradiction]:
-        """Contradictions of ``olders`` by ``newer`` (at most one per older fact)."""
-        nr = self.read(newer)
+    def compare(self, newer: FactView, olders: Iterable[FactView],
+                readings: Mapping[str, Reading] | None = None) -> list[Contradiction]:
+        """Contradictions of ``olders`` by ``newer`` (at most one per older fact).
+
+        ``readings`` (by ref) holds facts already read, as ``read`` would read them: a
+        block pass reads every fact of a block once and compares with those readings.
+        """
+        read = self.read if readings is None else (lambda f: readings[f.ref])
+        nr = read(newer)
         out: list[Contradiction] = []
         undecided: list[FactView] = []
         self.confirmed = []
@@ -111,7 +118,7 @@ class Detector:
             if old.ref == newer.ref or old.learned_at > newer.learned_at:
                 continue
             self.comparisons += 1
-            orr = self.read(old)
+            orr = read(old)
             if nr.entity and orr.entity and nr.entity != orr.entity:
                 continue                # the texts are about two different named people
             v = self._pair(newer, nr, old, orr)

@@ -106,7 +106,7 @@ def _detect_block(detector: Detector, block: list[sqlite3.Row], changed_ids: set
     for mine in sorted(changed_ids):
         me = views[mine]
         olders = [views[i] for i in index.candidates(mine) if older(i, mine)]
-        for c in detector.compare(me, olders):
+        for c in detector.compare(me, olders, index.readings):
             pairs.add((ids[c.older], ids[c.newer]))
             saver.save(ids, c)
         for ref in detector.confirmed:          # restated: the older fact is re-learned
@@ -115,7 +115,7 @@ def _detect_block(detector: Detector, block: list[sqlite3.Row], changed_ids: set
         for i in index.could_outdate(mine):
             if i in changed_ids or not older(mine, i):
                 continue
-            for c in detector.compare(views[i], [me]):
+            for c in detector.compare(views[i], [me], index.readings):
                 if (ids[c.older], ids[c.newer]) not in pairs:
                     pairs.add((ids[c.older], ids[c.newer]))
                     saver.save(ids, c)
@@ -138,8 +138,9 @@ class BlockIndex:
         self.by_want: dict[tuple, set[int]] = defaultdict(set)
         self.terms: dict[int, set[tuple]] = {}         # what a fact offers as an older fact
         self.wants: dict[int, set[tuple]] = {}         # what a fact looks for as a newer fact
+        self.readings = {v.ref: detector.read(v) for v in views.values()}   # read once per block
         for i, v in views.items():
-            r = detector.read(v)
+            r = self.readings[v.ref]
             offers = {t for s in r.slots for t in _slot_terms(s, offer=True)}
             offers |= {("word", _w(a)) for a in r.anchors}
             key = detector._own_key(v)

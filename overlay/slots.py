@@ -13,10 +13,12 @@ Example:
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
-from .slotpack import Pack, SlotDef, required_literals
+from .prefilter import Prefilter
+from .slotpack import Pack, SlotDef
 
 _NUMBER_WORDS = {"no": 0, "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5,
                  "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11,
@@ -37,6 +39,8 @@ _CLAUSE_BREAK = re.compile(
     r"whilst|except)\s)", re.I)
 _WORD = re.compile(r"[\w][\w@.+'-]*")
 _MAX_SCOPE_WORDS = 3
+_LOSS = re.compile(r"died|passed away|put down|ran away", re.I)     # an event that lowers a count
+ALL = -1                      # a prefilter mask with every bit set: run every regex
 
 
 @dataclass(frozen=True)
@@ -68,17 +72,49 @@ class Slot:
     evidence: str = ""
 
 
-@dataclass(frozen=True)
 class _Clause:
-    """A clause and the guard facts that hold for the whole of it (computed once)."""
+    """A clause and the guard facts that hold for the whole of it.
 
-    text: str
-    question: bool
-    held: float | None
-    year: int | None
-    temporary: bool
-    replacement: bool
-    addition: bool
+    Each guard fact is computed once, when a match first needs it: most clauses that a
+    slot's prefilter lets through still match nothing.
+    """
+
+    __slots__ = ("text", "question", "mask", "_guards", "_held", "_temporary", "_replacement",
+                 "_addition")
+
+    def __init__(self, text: str, question: bool, mask: int, guards: "_Guards"):
+        self.text, self.question, self.mask, self._guards = text, question, mask, guards
+        self._held = self._temporary = self._replacement = self._addition = None
+
+    @property
+    def held(self) -> float | None:
+        if self._held is None:
+            self._held = self._guards.held(self.text, self.mask)
+        return self._held[0]
+
+    @property
+    def year(self) -> int | None:
+        if self._held is None:
+            self._held = self._guards.held(self.text, self.mask)
+        return self._held[1]
+
+    @property
+    def temporary(self) -> bool:
+        if self._temporary is None:
+            self._temporary = self._guards.temporary(self.text, self.mask)
+        return self._temporary
+
+    @property
+    def replacement(self) -> bool:
+        if self._replacement is None:
+            self._replacement = self._guards.has("replacement", self.text, self.mask)
+        return self._replacement
+
+    @property
+    def addition(self) -> bool:
+        if self._addition is None:
+            self._addition = self._guards.has("addition", self.text, self.mask)
+        return self._addition
 
 
 @dataclass(frozen=True)
@@ -115,8 +151,9 @@ def normalize(text: str) -> str:
     """Straight quotes, expanded contractions, single spaces."""
     t = (text or "").replace("\u2019", "'").replace("\u2018", "'").replace("\u201c", '"')
     t = t.replace("\u201d", '"').replace("\u00a0", " ")
-    for rx, rep in _CONTRACTIONS:
-        t = rx.sub(rep, t)
+    if "'" in t:                       # every contraction has an apostrophe
+        for rx, rep in _CONTRACTIONS:
+            t = rx.sub(rep, t)
     return _SPACES.sub(" ", t).strip()
 
 
@@ -189,11 +226,6 @@ def _any(rxs, text: str) -> bool:
     return any(r.search(text) for r in rxs)
 
 
-def _literal_regex(words) -> re.Pattern:
-    """A regex finding any of ``words`` (plain lower-case strings) in lower-cased text."""
-    return re.compile("|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True)))
-
-
 def _merge(rxs) -> tuple[re.Pattern, ...]:
     """One regex for a list of guard regexes (named groups dropped); the list if that fails."""
     if len(rxs) < 2:
@@ -206,33 +238,56 @@ def _merge(rxs) -> tuple[re.Pattern, ...]:
 
 
 class _Guards:
-    """The pack's guard lists, each merged into one regex (one search instead of many)."""
+    """The pack's guard lists, each merged into one regex (one search instead of many).
+
+    Every check takes the prefilter ``mask`` of the clause its text comes from (the text
+    is the clause or a part of it): a guard whose required literals the clause lacks is
+    not searched. The default mask, all bits set, searches always.
+    """
 
     def __init__(self, pack: Pack):
         self.g = {name: _merge(rxs) for name, rxs in pack.guards.items() if name != "duration"}
         self.g["duration"] = pack.guards["duration"]     # read group by group, not merged
+        self.bits = {name: ALL for name in self.g}       # set by Extractor when it prefilters
+        self.duration_bits = tuple(ALL for _ in self.g["duration"])
 
-    def hedged(self, prefix: str) -> bool:
-        return _any(self.g["hedge"], prefix)
+    def patterns(self) -> list[re.Pattern]:
+        return [r for rxs in self.g.values() for r in rxs]
 
-    def temporary(self, clause: str) -> bool:
-        return _any(self.g["temporary"], clause)
+    def use_prefilter(self, bit) -> None:
+        """Take each guard's bits from a Prefilter (``bit(pattern)``) over ``patterns()``."""
+        for name, rxs in self.g.items():
+            self.bits[name] = 0
+            for r in rxs:
+                self.bits[name] |= bit(r)
+        self.duration_bits = tuple(bit(r) for r in self.g["duration"])
 
-    def negated(self, prefix: str) -> bool:
-        return _any(self.g["negation"], _recent(prefix))
+    def has(self, name: str, text: str, mask: int = -1) -> bool:
+        return bool(mask & self.bits[name]) and _any(self.g[name], text)
 
-    def third_party(self, prefix: str) -> bool:
-        return _any(self.g["third_party"], prefix) and not _any(self.g["first_person"], prefix)
+    def hedged(self, prefix: str, mask: int = -1) -> bool:
+        return self.has("hedge", prefix, mask)
 
-    def past(self, prefix: str) -> bool:
-        return _any(self.g["past"], prefix)
+    def temporary(self, clause: str, mask: int = -1) -> bool:
+        return self.has("temporary", clause, mask)
+
+    def negated(self, prefix: str, mask: int = -1) -> bool:
+        return bool(mask & self.bits["negation"]) and _any(self.g["negation"], _recent(prefix))
+
+    def third_party(self, prefix: str, mask: int = -1) -> bool:
+        return self.has("third_party", prefix, mask) and not self.has("first_person", prefix, mask)
+
+    def past(self, prefix: str, mask: int = -1) -> bool:
+        return self.has("past", prefix, mask)
 
     def question(self, sentence: str) -> bool:
         return _any(self.g["question"], sentence)
 
-    def held(self, clause: str) -> tuple[float | None, int | None]:
+    def held(self, clause: str, mask: int = -1) -> tuple[float | None, int | None]:
         """How long the clause says its value has held: (days, since_year)."""
-        for r in self.g["duration"]:
+        for r, bit in zip(self.g["duration"], self.duration_bits):
+            if not mask & bit:
+                continue
             m = r.search(clause)
             if not m:
                 continue
@@ -307,87 +362,100 @@ def _singular(w: str) -> str:
 
 
 class Extractor:
-    """Reads slots and cues from texts with one compiled pack."""
+    """Reads slots and cues from texts with one compiled pack.
 
-    def __init__(self, pack: Pack):
+    A regex is run on a clause only if the clause contains one of its required literals
+    (``slotpack.required_literals``). ``prefilter=False`` is the plain reference the fast
+    path must match: it checks each regex's literals one by one and searches every guard.
+    """
+
+    def __init__(self, pack: Pack, prefilter: bool = True):
         self.pack = pack
-        self.guards = _Guards(pack)
-        self._lits: dict[int, tuple[str, ...] | None] = {}
-        self._need: dict[int, re.Pattern | None] = {}
-        self._gates: dict[str, re.Pattern | None] = {}
-        for sd in pack.slots:
-            rxs = (*sd.assert_, *sd.deny, *sd.end, *sd.event,
-                   *(x for rs in sd.terms.values() for x in rs),
-                   *(x for rs in sd.implied.values() for x in rs))
-            self._gates[sd.name] = self._gate(rxs)
-        self._cue_gate = self._gate([c.pattern for c in pack.cues])
+        self._plain = not prefilter
+        # compiled once per pack (a pack is read-only once loaded) and shared
+        key = "_extractor_plain" if self._plain else "_extractor"
+        parts = pack.__dict__.get(key)
+        if parts is None:
+            parts = pack.__dict__[key] = self._compile(pack, prefilter)
+        self.guards, self._prefilter, self._guard_bits, self._plans, self._cue_plan, self._cue_bits = parts
 
-    def _gate(self, rxs) -> re.Pattern | None:
-        """One literal-alternation regex a text must match for any of ``rxs`` to (None: always)."""
-        words: set[str] = set()
-        gated = True
-        for r in rxs:
-            lits = self._lits[id(r)] = required_literals(r)
-            self._need[id(r)] = _literal_regex(lits) if lits else None
-            if lits:
-                words.update(lits)
-            else:
-                gated = False
-        if not gated or not words:
-            return None
-        return _literal_regex(words)
+    @staticmethod
+    def _compile(pack: Pack, prefilter: bool) -> tuple:
+        guards = _Guards(pack)
+        every = [r for sd in pack.slots for r in _slot_regexes(sd)] + [c.pattern for c in pack.cues]
+        pf = Prefilter(every + guards.patterns())
+        bit = pf.bit
+        guard_bits = 0
+        if prefilter:
+            guards.use_prefilter(bit)
+            for r in guards.patterns():
+                guard_bits |= bit(r)
+        plans = [(sd, _SlotPlan(sd, bit)) for sd in pack.slots]
+        cue_plan = tuple((bit(c.pattern), c) for c in pack.cues)
+        cue_bits = 0
+        for b, _ in cue_plan:
+            cue_bits |= b
+        return guards, pf, guard_bits, plans, cue_plan, cue_bits
 
-    def _finditer(self, r: re.Pattern, text: str, low: str):
-        """``r.finditer(text)``, skipped when ``low`` lacks every literal ``r`` needs."""
-        need = self._need.get(id(r))
-        if need is not None and not need.search(low):
-            return ()
-        return r.finditer(text)
+    def _masks(self, parts: list[tuple[str, str]]) -> list[int]:
+        """Per clause, the bits of the regexes that may match it (or a part of it).
+
+        Guards are prefiltered only in clauses of printable ASCII without double spaces.
+        Elsewhere they are always searched: ignoring case can match letters that
+        ``lower()`` does not map to the literals ("ſ" for "s"), and the negation guard
+        reads the last words of a prefix re-joined by single spaces.
+        """
+        if self._plain:
+            return [self._prefilter.mask_one_by_one(c.lower()) for c, _ in parts]
+        mask, guards = self._prefilter.mask, self._guard_bits
+        return [mask(c.lower()) if _plain_ascii(c) else mask(c.lower()) | guards for c, _ in parts]
 
     # -- public
     def read(self, text: str, subject_words: frozenset[str] = frozenset()) -> Reading:
         t = normalize(text)
         parts = clauses(t)
-        slots = tuple(self.slots(t, parts))
-        cues = tuple(self.cues(parts))
+        masks = self._masks(parts)
+        slots = tuple(self.slots(t, parts, masks=masks))
+        cues = tuple(self.cues(parts, masks))
         return Reading(t, slots, cues, self.anchors(t, subject_words), self.entity(t))
 
     def slots(self, t: str, parts: list[tuple[str, str]] | None = None,
-              category: str | None = None) -> list[Slot]:
+              category: str | None = None, masks: list[int] | None = None) -> list[Slot]:
         parts = clauses(t) if parts is None else parts
+        masks = self._masks(parts) if masks is None else masks
+        anywhere = 0
+        for m in masks:
+            anywhere |= m
         infos: list[_Clause] = []
         out: list[Slot] = []
-        low = t.lower()
-        for sd in self.pack.slots:
+        for sd, plan in self._plans:
             if category and category != "general" and sd.category != category:
                 continue
-            gate = self._gates.get(sd.name)
-            if gate is not None and not gate.search(low):
+            if not anywhere & plan.bits:
                 continue                    # none of the slot's regexes can match this text
             if not infos:
-                infos = [self._info(c, s) for c, s in parts]
-            out.extend(self._slot(sd, infos))
+                infos = [self._info(c, s, m) for (c, s), m in zip(parts, masks)]
+            out.extend(self._slot(sd, plan, infos))
         return _dedupe(out)
 
-    def _info(self, clause: str, sentence: str) -> "_Clause":
-        g = self.guards
-        held, year = g.held(clause)
-        return _Clause(clause, g.question(sentence), held, year, g.temporary(clause),
-                       _any(g.g["replacement"], clause), _any(g.g["addition"], clause))
+    def _info(self, clause: str, sentence: str, mask: int) -> "_Clause":
+        return _Clause(clause, self.guards.question(sentence), mask, self.guards)
 
-    def cues(self, parts: list[tuple[str, str]]) -> list[CueHit]:
+    def cues(self, parts: list[tuple[str, str]], masks: list[int] | None = None) -> list[CueHit]:
         hits = []
-        if self._cue_gate is not None and not any(self._cue_gate.search(c.lower()) for c, _ in parts):
+        masks = self._masks(parts) if masks is None else masks
+        if not any(m & self._cue_bits for m in masks):
             return hits
-        for clause, sentence in parts:
+        for (clause, sentence), mask in zip(parts, masks):
             if self.guards.question(sentence):
                 continue
-            low = clause.lower()
-            for cue in self.pack.cues:
-                for m in self._finditer(cue.pattern, clause, low):
+            for bit, cue in self._cue_plan:
+                if not mask & bit:
+                    continue
+                for m in cue.pattern.finditer(clause):
                     prefix = clause[:m.start()]
-                    if (self.guards.hedged(prefix) or self.guards.third_party(prefix)
-                            or self.guards.negated(prefix)):
+                    if (self.guards.hedged(prefix, mask) or self.guards.third_party(prefix, mask)
+                            or self.guards.negated(prefix, mask)):
                         continue
                     after = clause[m.end():]
                     after_words = _WORD.findall(re.split(r"\band\b", after)[0])
@@ -431,119 +499,138 @@ class Extractor:
         return frozenset(_anchor_forms(keep))
 
     # -- one slot definition over all clauses
-    def _slot(self, sd: SlotDef, infos: list["_Clause"]) -> list[Slot]:
+    def _slot(self, sd: SlotDef, plan: "_SlotPlan", infos: list["_Clause"]) -> list[Slot]:
         out: list[Slot] = []
-        g = self.guards
         for info in infos:
-            if info.question:
-                continue
-            clause, held, year, temporary = info.text, info.held, info.year, info.temporary
-            replacement, addition = info.replacement, info.addition
+            mask = info.mask
+            if info.question or not mask & plan.bits:
+                continue                # no regex of this slot can match this clause
             taken: list[tuple[int, int]] = []
-
-            def ok(m: re.Match, allow_past: bool = False) -> tuple[bool, bool]:
-                """(usable, negated) for a match in this clause."""
-                prefix = clause[:m.start()]
-                if g.hedged(prefix) or (not allow_past and g.past(prefix)):
-                    return False, False
-                if not sd.about_others and g.third_party(prefix):
-                    return False, False
-                return True, g.negated(prefix)
-
-            def overlaps(m: re.Match) -> bool:
-                return any(m.start() < e and s < m.end() for s, e in taken)
-
-            low = clause.lower()
-            for r in sd.end:
-                for m in self._finditer(r, clause, low):
-                    usable, neg = ok(m, allow_past=True)
-                    if not usable or neg or overlaps(m):
-                        continue
-                    raw = _clean(m.groupdict().get("v"))
-                    if raw is not None and not _valid(sd, raw, self.pack):
-                        raw = None
-                        if sd.mode != "progress" and "v" in m.groupdict() and m.group("v"):
-                            continue
-                    new = _clean(m.groupdict().get("n"))
-                    if new is not None and not _valid(sd, new, self.pack):
-                        new = None
-                        if sd.mode == "progress":
-                            continue
-                    q = (m.groupdict().get("q") or "").strip().lower() or None
-                    taken.append((m.start(), m.end()))
-                    out.append(Slot(sd.name, sd.category, sd.mode, _key(sd, m, raw),
-                                    self._value(sd, raw), raw, kind="end", polarity=-1,
-                                    new_value=new, qualifier=q, evidence=clause))
-            for r in sd.event:
-                for m in self._finditer(r, clause, low):
-                    usable, neg = ok(m)
-                    if not usable or neg:
-                        continue
-                    delta = -1 if re.search(r"died|passed away|put down|ran away", m.group(0), re.I) else 1
-                    out.append(Slot(sd.name, sd.category, sd.mode, _key(sd, m, None), None, None,
-                                    kind="event", delta=delta, evidence=clause))
-            for polarity, rxs in ((-1, sd.deny), (1, sd.assert_)):
-                for r in rxs:
-                    for m in self._finditer(r, clause, low):
-                        usable, neg = ok(m)
-                        if not usable or overlaps(m) or (temporary and sd.category == "location"):
-                            continue
-                        if sd.mode == "polar" and _any(g.g["restrict"], clause[m.end():]):
-                            continue
-                        gd = m.groupdict()
-                        raw = _clean(gd.get("v"))
-                        if sd.mode == "count" and polarity == -1:
-                            raw = "0"
-                        if raw is None or not _valid(sd, raw, self.pack):
-                            continue
-                        pol = -polarity if neg else polarity
-                        taken.append((m.start(), m.end()))
-                        out.append(Slot(sd.name, sd.category, sd.mode, _key(sd, m, raw),
-                                        self._value(sd, raw), raw, polarity=pol,
-                                        held_days=held, held_year=year,
-                                        replacement=replacement,
-                                        current=self._current(clause, m.start()),
-                                        addition=addition, evidence=clause))
-        out.extend(self._terms(sd, infos))
+            if mask & plan.end_bits:
+                self._ends(sd, plan.end, info, taken, out)
+            if mask & plan.event_bits:
+                self._events(sd, plan.event, info, out)
+            if mask & plan.deny_bits:
+                self._asserts(sd, plan.deny, -1, info, taken, out)
+            if mask & plan.assert_bits:
+                self._asserts(sd, plan.assert_, 1, info, taken, out)
+        out.extend(self._terms(sd, plan, infos))
         return out
 
-    def _terms(self, sd: SlotDef, infos: list["_Clause"]) -> list[Slot]:
-        if not sd.terms:
+    def _usable(self, sd: SlotDef, info: "_Clause", m: re.Match,
+                allow_past: bool = False) -> tuple[bool, bool]:
+        """(usable, negated) for a match in this clause."""
+        g, mask = self.guards, info.mask
+        prefix = info.text[:m.start()]
+        if g.hedged(prefix, mask) or (not allow_past and g.past(prefix, mask)):
+            return False, False
+        if not sd.about_others and g.third_party(prefix, mask):
+            return False, False
+        return True, g.negated(prefix, mask)
+
+    def _ends(self, sd: SlotDef, rxs, info: "_Clause", taken: list, out: list[Slot]) -> None:
+        clause, mask = info.text, info.mask
+        for bit, r in rxs:
+            if not mask & bit:
+                continue
+            for m in r.finditer(clause):
+                usable, neg = self._usable(sd, info, m, allow_past=True)
+                if not usable or neg or _overlaps(taken, m):
+                    continue
+                raw = _clean(m.groupdict().get("v"))
+                if raw is not None and not _valid(sd, raw, self.pack):
+                    raw = None
+                    if sd.mode != "progress" and "v" in m.groupdict() and m.group("v"):
+                        continue
+                new = _clean(m.groupdict().get("n"))
+                if new is not None and not _valid(sd, new, self.pack):
+                    new = None
+                    if sd.mode == "progress":
+                        continue
+                q = (m.groupdict().get("q") or "").strip().lower() or None
+                taken.append((m.start(), m.end()))
+                out.append(Slot(sd.name, sd.category, sd.mode, _key(sd, m, raw),
+                                self._value(sd, raw), raw, kind="end", polarity=-1,
+                                new_value=new, qualifier=q, evidence=clause))
+
+    def _events(self, sd: SlotDef, rxs, info: "_Clause", out: list[Slot]) -> None:
+        clause, mask = info.text, info.mask
+        for bit, r in rxs:
+            if not mask & bit:
+                continue
+            for m in r.finditer(clause):
+                usable, neg = self._usable(sd, info, m)
+                if not usable or neg:
+                    continue
+                delta = -1 if _LOSS.search(m.group(0)) else 1
+                out.append(Slot(sd.name, sd.category, sd.mode, _key(sd, m, None), None, None,
+                                kind="event", delta=delta, evidence=clause))
+
+    def _asserts(self, sd: SlotDef, rxs, polarity: int, info: "_Clause", taken: list,
+                 out: list[Slot]) -> None:
+        clause, mask = info.text, info.mask
+        for bit, r in rxs:
+            if not mask & bit:
+                continue
+            for m in r.finditer(clause):
+                usable, neg = self._usable(sd, info, m)
+                if not usable or _overlaps(taken, m) or (sd.category == "location" and info.temporary):
+                    continue
+                if sd.mode == "polar" and self.guards.has("restrict", clause[m.end():], mask):
+                    continue
+                gd = m.groupdict()
+                raw = _clean(gd.get("v"))
+                if sd.mode == "count" and polarity == -1:
+                    raw = "0"
+                if raw is None or not _valid(sd, raw, self.pack):
+                    continue
+                pol = -polarity if neg else polarity
+                taken.append((m.start(), m.end()))
+                out.append(Slot(sd.name, sd.category, sd.mode, _key(sd, m, raw),
+                                self._value(sd, raw), raw, polarity=pol,
+                                held_days=info.held, held_year=info.year,
+                                replacement=info.replacement,
+                                current=self._current(clause, m.start(), mask),
+                                addition=info.addition, evidence=clause))
+
+    def _terms(self, sd: SlotDef, plan: "_SlotPlan", infos: list["_Clause"]) -> list[Slot]:
+        if not plan.terms:
             return []
-        found = self._term_hits(sd, sd.terms, infos, implied=False)
-        if not any(s.polarity > 0 for s in found) and sd.implied:
-            found += self._term_hits(sd, sd.implied, infos, implied=True)
+        found = self._term_hits(sd, plan.terms, plan.terms_bits, infos, implied=False)
+        if not any(s.polarity > 0 for s in found) and plan.implied:
+            found += self._term_hits(sd, plan.implied, plan.implied_bits, infos, implied=True)
         return found
 
-    def _term_hits(self, sd, table, infos: list["_Clause"], implied: bool) -> list[Slot]:
+    def _term_hits(self, sd, table, bits: int, infos: list["_Clause"], implied: bool) -> list[Slot]:
         g = self.guards
         out = []
         for info in infos:
-            if info.question:
+            clause, mask = info.text, info.mask
+            if info.question or not mask & bits:
                 continue
-            clause, held, year = info.text, info.held, info.year
-            low = clause.lower()
-            for value, rxs in table.items():
-                for r in rxs:
-                    for m in self._finditer(r, clause, low):
+            for value, rxs in table:
+                for bit, r in rxs:
+                    if not mask & bit:
+                        continue
+                    for m in r.finditer(clause):
                         prefix = clause[:m.start()]
-                        if g.hedged(prefix) or g.past(prefix):
+                        if g.hedged(prefix, mask) or g.past(prefix, mask):
                             continue
-                        if not implied and not sd.about_others and g.third_party(prefix):
+                        if not implied and not sd.about_others and g.third_party(prefix, mask):
                             continue
-                        pol = -1 if g.negated(prefix) else 1
-                        current = self._current(clause, m.start())
+                        pol = -1 if g.negated(prefix, mask) else 1
+                        current = self._current(clause, m.start(), mask)
                         out.append(Slot(sd.name, sd.category, sd.mode, "", value, m.group(0),
-                                        polarity=pol, held_days=held, held_year=year,
+                                        polarity=pol, held_days=info.held, held_year=info.year,
                                         implied=implied, current=current,
                                         evidence=clause))
         return out
 
-    def _current(self, clause: str, pos: int) -> bool:
+    def _current(self, clause: str, pos: int, mask: int = ALL) -> bool:
         """Whether the comma-separated part of the clause around ``pos`` says "now"."""
         start = clause.rfind(",", 0, pos) + 1
         end = clause.find(",", pos)
-        return _any(self.guards.g["current"], clause[start:end if end >= 0 else len(clause)])
+        return self.guards.has("current", clause[start:end if end >= 0 else len(clause)], mask)
 
     def _value(self, sd: SlotDef, raw: str | None) -> str | None:
         if raw is None:
@@ -556,6 +643,43 @@ class Extractor:
         if sd.mode == "polar":
             return _singular(_family(sd, raw))
         return norm_value(raw)
+
+
+def _slot_regexes(sd: SlotDef) -> tuple[re.Pattern, ...]:
+    return (*sd.assert_, *sd.deny, *sd.end, *sd.event,
+            *(x for rs in sd.terms.values() for x in rs),
+            *(x for rs in sd.implied.values() for x in rs))
+
+
+class _SlotPlan:
+    """A slot's regexes, each paired with its prefilter bit, in the order they are run."""
+
+    def __init__(self, sd: SlotDef, bit):
+        def paired(rxs):
+            return tuple((bit(r), r) for r in rxs)
+        self.end, self.event = paired(sd.end), paired(sd.event)
+        self.deny, self.assert_ = paired(sd.deny), paired(sd.assert_)
+        self.terms = tuple((value, paired(rxs)) for value, rxs in sd.terms.items())
+        self.implied = tuple((value, paired(rxs)) for value, rxs in sd.implied.items())
+
+        def bits(rxs) -> int:
+            out = 0
+            for r in rxs:
+                out |= bit(r)
+            return out
+        self.end_bits, self.event_bits = bits(sd.end), bits(sd.event)
+        self.deny_bits, self.assert_bits = bits(sd.deny), bits(sd.assert_)
+        self.terms_bits = bits(r for rs in sd.terms.values() for r in rs)
+        self.implied_bits = bits(r for rs in sd.implied.values() for r in rs)
+        self.bits = bits(_slot_regexes(sd))
+
+
+def _plain_ascii(clause: str) -> bool:
+    return clause.isascii() and clause.isprintable() and "  " not in clause
+
+
+def _overlaps(taken: list[tuple[int, int]], m: re.Match) -> bool:
+    return any(m.start() < e and s < m.end() for s, e in taken)
 
 
 _SUBJECT_VERBS = {"is", "has", "was", "had", "works", "lives", "likes", "loves", "thinks",
@@ -583,17 +707,25 @@ def _anchor_forms(words) -> list[str]:
     """Stemmed forms of words; e-mail addresses also give their local part and domain."""
     out = []
     for w in words:
-        lw = w.lower().strip(".,'\"")
-        if "@" in lw:
-            local, _, domain = lw.partition("@")
-            out.append(lw)
-            out.extend(p for p in re.split(r"[.\-_]", local + "." + domain) if len(p) >= 3
-                       and p not in {"com", "org", "net", "edu", "gmail", "mail"})
-            continue
-        if "-" in lw and not lw.startswith("-"):
-            out.extend(stem(p) for p in lw.split("-") if len(p) >= 3)
-        out.append(stem(lw))
+        out.extend(_word_forms(w))
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _word_forms(w: str) -> tuple[str, ...]:
+    """``_anchor_forms`` of one word (words recur from text to text: computed once)."""
+    out = []
+    lw = w.lower().strip(".,'\"")
+    if "@" in lw:
+        local, _, domain = lw.partition("@")
+        out.append(lw)
+        out.extend(p for p in re.split(r"[.\-_]", local + "." + domain) if len(p) >= 3
+                   and p not in {"com", "org", "net", "edu", "gmail", "mail"})
+        return tuple(out)
+    if "-" in lw and not lw.startswith("-"):
+        out.extend(stem(p) for p in lw.split("-") if len(p) >= 3)
+    out.append(stem(lw))
+    return tuple(out)
 
 
 def _dedupe(slots: list[Slot]) -> list[Slot]:
