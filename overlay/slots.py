@@ -25,6 +25,7 @@ _NUMBER_WORDS = {"no": 0, "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, 
                  "twelve": 12, "a": 1, "an": 1, "several": 3, "many": 5, "a few": 3,
                  "a couple of": 2}
 _UNIT_DAYS = {"year": 365.25, "month": 30.44, "decade": 3652.5, "week": 7.0, "day": 1.0}
+ALL_BITS = -1   # a prefilter mask that rules nothing out
 _DETERMINERS = {"a", "an", "the", "my", "our", "his", "her", "their", "your", "this", "that"}
 _CONTRACTIONS = [
     (re.compile(r"\bcan't\b", re.I), "can not"), (re.compile(r"\bwon't\b", re.I), "will not"),
@@ -295,8 +296,12 @@ class _Guards:
             if gd.get("y") and gd["y"].isdigit():
                 return None, int(gd["y"])
             if gd.get("n") and gd.get("u"):
+                # casefold: a unit matched ignoring case may be spelt "yearſ" or "YEARS"
+                unit = _UNIT_DAYS.get(gd["u"].casefold().rstrip("s"))
+                if unit is None:
+                    continue
                 n = to_number(gd["n"]) or 1
-                return n * _UNIT_DAYS[gd["u"].lower().rstrip("s")], None
+                return n * unit, None
             return 365.25 * 30, None          # "all my life"
         return None, None
 
@@ -401,14 +406,16 @@ class Extractor:
         """Per clause, the bits of the regexes that may match it (or a part of it).
 
         Guards are prefiltered only in clauses of printable ASCII without double spaces.
-        Elsewhere they are always searched: ignoring case can match letters that
-        ``lower()`` does not map to the literals ("ſ" for "s"), and the negation guard
-        reads the last words of a prefix re-joined by single spaces.
+        Elsewhere they are always searched: the negation guard reads the last words of a
+        prefix re-joined by single spaces. A clause with any non-ASCII letter runs every
+        regex: ignoring case matches letters that ``lower()`` does not map to the literals
+        ("ſ" for "s", the Kelvin sign for "k"), so no literal test can rule a regex out.
         """
         if self._plain:
-            return [self._prefilter.mask_one_by_one(c.lower()) for c, _ in parts]
+            return [self._prefilter.mask_one_by_one(c.lower()) if c.isascii() else ALL_BITS for c, _ in parts]
         mask, guards = self._prefilter.mask, self._guard_bits
-        return [mask(c.lower()) if _plain_ascii(c) else mask(c.lower()) | guards for c, _ in parts]
+        return [(mask(c.lower()) if _plain_ascii(c) else mask(c.lower()) | guards) if c.isascii() else ALL_BITS
+                for c, _ in parts]
 
     # -- public
     def read(self, text: str, subject_words: frozenset[str] = frozenset()) -> Reading:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memwatch_overlay.overlay.contradictions import Detector
+from memwatch_overlay.overlay.contradictions import Detector, FactView
 from memwatch_overlay.overlay.prefilter import Prefilter, _trie_pattern
 from memwatch_overlay.overlay.slotpack import load_pack, required_literals
 from memwatch_overlay.overlay.slots import Extractor
@@ -207,3 +207,35 @@ def test_guards_are_searched_where_a_literal_check_could_miss_them():
         a, b = fast.read(text), plain.read(text)
         assert a == b, text
     assert [s.polarity for s in fast.read("I am no\x0clonger vegan").slots if s.name == "diet"] == [-1]
+
+
+# -- letters that ignoring case folds onto ASCII ------------------------------------------------
+
+LONG_S = "\u017f"   # ſ: `re.IGNORECASE` matches it for "s", `str.lower()` leaves it alone
+
+
+@pytest.mark.parametrize("prefilter", [True, False])
+def test_a_non_ascii_letter_that_folds_to_ascii_is_read_like_its_ascii_twin(prefilter):
+    """The regexes ignore case, so "ſplit up" matches "split up"; a literal prefilter on the
+    lowered text must not rule the regex out (it did: the fact read as having no slot)."""
+    ex = Detector(prefilter=prefilter).extractor
+    for ascii_text in ("Priya and Tom split up last month", "I have been married since 2019",
+                       "She speaks Dutch and Thai"):
+        folded = ascii_text.replace("s", LONG_S)
+        assert folded != ascii_text
+        want = [(s.name, s.kind, s.value) for s in ex.read(ascii_text).slots]
+        assert want, ascii_text
+        assert [(s.name, s.kind, s.value) for s in ex.read(folded).slots] == want, folded
+
+
+def test_a_duration_unit_spelt_with_a_folding_letter_is_read_not_a_crash():
+    """"for 3 yearſ" matches the duration guard ignoring case; its unit used to be looked up
+    verbatim and raised KeyError in the middle of a sync."""
+    ex = Detector().extractor
+    for ascii_text in ("I have been married for 3 years", "I live in Berlin for 3 years now",
+                       "I work at Google for 2 years now"):
+        want = [(s.name, s.value, s.held_days) for s in ex.read(ascii_text).slots]
+        assert want and want[0][2] is not None, ascii_text
+        for spelt in ("year" + LONG_S, "YEARS"):
+            text = ascii_text.replace("years", spelt)
+            assert [(s.name, s.value, s.held_days) for s in ex.read(text).slots] == want, text
