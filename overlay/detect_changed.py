@@ -32,6 +32,9 @@ def fact_view(row: sqlite3.Row) -> FactView:
 # ordered pass over the overlay instead of one query per block.
 SCAN_MIN_CHANGED = 2000
 SAVE_BATCH = 1000
+# Texts per embedding-model call when the semantic layer is on (blocks are gathered up to
+# this many facts; the embedder's in-memory cache must hold at least this many vectors).
+EMBED_BATCH = 256
 
 
 def detect_changed(store: OverlayStore, detector: Detector, source_id: int, sync_no: int,
@@ -44,15 +47,38 @@ def detect_changed(store: OverlayStore, detector: Detector, source_id: int, sync
         f"SELECT count(*) FROM facts WHERE source_id = ? AND changed_sync = ? AND {LIVE}",
         (source_id, sync_no)).fetchone()[0]
     blocks = _scanned_blocks if n_changed >= SCAN_MIN_CHANGED else _queried_blocks
+    if vectors is not None:
+        blocks = _embedded_in_batches(blocks, vectors, detector.embedder)
     for block, changed_ids in blocks(store, source_id, sync_no):
-        if vectors is not None:
-            vectors.ensure(detector.embedder, [(r["id"], r["text"] or "") for r in block])
         if len(block) > 1:          # a fact alone in its block has nothing to contradict
             _detect_block(detector, block, changed_ids, saver)
     saver.flush()
     if stats is not None:
         stats.comparisons += detector.comparisons - before
     return saver.found
+
+
+def _embedded_in_batches(blocks, vectors, embedder):
+    """`blocks`, with every block's facts given a vector first: several blocks at a time,
+    about `batch` texts per model call. One call per block (a handful of texts each) cost
+    ~0.1 s of model overhead per block; batched, the model runs at its own speed."""
+    def embedded(store: OverlayStore, source_id: int, sync_no: int):
+        pending: list = []
+        size, batch = 0, EMBED_BATCH
+        for block, changed_ids in blocks(store, source_id, sync_no):
+            pending.append((block, changed_ids))
+            size += len(block)
+            if size >= batch:
+                yield from _with_vectors(pending, vectors, embedder)
+                pending, size = [], 0
+        yield from _with_vectors(pending, vectors, embedder)
+    return embedded
+
+
+def _with_vectors(pending: list, vectors, embedder):
+    if pending:
+        vectors.ensure(embedder, [(r["id"], r["text"] or "") for block, _ in pending for r in block])
+    yield from pending
 
 
 def _queried_blocks(store: OverlayStore, source_id: int, sync_no: int):

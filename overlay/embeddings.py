@@ -69,6 +69,7 @@ class Embedder:
         self._memory: OrderedDict[str, object] = OrderedDict()
         self._memory_size = memory_cache
         self.encoded = 0            # texts actually run through the model (tests count it)
+        self.model_calls = 0        # encode() calls into the model (each has a fixed overhead)
 
     # -- model
     def _load(self):
@@ -105,6 +106,7 @@ class Embedder:
             vecs = self._load().encode(missing, batch_size=self.batch_size, convert_to_numpy=True,
                                        normalize_embeddings=True, show_progress_bar=False)
             self.encoded += len(missing)
+            self.model_calls += 1
             for t, v in zip(missing, vecs):
                 self.remember(t, v.astype("float32"))
         rows = []

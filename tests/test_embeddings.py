@@ -135,3 +135,53 @@ def test_sync_keeps_vectors_in_the_overlay_and_reembeds_after_a_model_change(tmp
         engine = SyncEngine(overlay, cfg, detector=Detector(embedder=fresh))
         engine.sync(cfg.sources[0], as_of=parse_timestamp("2026-11-29"), full=False)
         assert cache.models() == {DEFAULT_MODEL_NAME: 3} and fresh.encoded == 3
+
+
+def test_a_sync_embeds_many_blocks_in_few_model_calls_and_finds_the_same(tmp_path, monkeypatch):
+    """200 users each move city: 200 blocks. Their facts go to the model in batches of about
+    EMBED_BATCH texts, not one call per block, and what is found is what one call per block
+    finds."""
+    import shutil
+    import sqlite3
+
+    from memwatch_overlay.overlay import detect_changed
+    from memwatch_overlay.overlay.sync import SyncEngine
+    from memwatch_overlay.overlay.timeparse import parse_timestamp
+    from memwatch_overlay.rules.config import load_config
+    from storegen import write_config
+
+    users = 200
+    db = tmp_path / "bot.db"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE memories (id INTEGER PRIMARY KEY, user_id TEXT, kind TEXT, fact_key TEXT, "
+                 "content TEXT, created_at TEXT)")
+    conn.executemany("INSERT INTO memories (user_id, kind, content, created_at) VALUES (?, ?, ?, ?)",
+                     [(f"u{i}", "location", f"Lives in Town {i}", "2025-01-01 10:00:00") for i in range(users)])
+    conn.commit()
+    cfg = load_config(write_config(tmp_path, db))
+    with OverlayStore(tmp_path / "base.db") as overlay:      # the old facts, synced without detection
+        SyncEngine(overlay, cfg, detector=None).sync(cfg.sources[0], as_of=parse_timestamp("2026-11-29"), full=True)
+    conn.executemany("INSERT INTO memories (user_id, kind, content, created_at) VALUES (?, ?, ?, ?)",
+                     [(f"u{i}", "location", f"We moved to Village {i}.", "2026-10-01 10:00:00") for i in range(users)])
+    conn.commit()
+    conn.close()
+
+    def run(overlay_name: str) -> tuple[Embedder, list[tuple]]:
+        shutil.copy(tmp_path / "base.db", tmp_path / overlay_name)
+        with OverlayStore(tmp_path / overlay_name) as overlay:
+            emb = Embedder()
+            engine = SyncEngine(overlay, cfg, detector=Detector(embedder=emb))
+            engine.sync(cfg.sources[0], as_of=parse_timestamp("2026-11-29"), full=False)
+            found = overlay.conn.execute(
+                "SELECT o.ref, n.ref, c.kind, round(c.confidence, 4), c.evidence FROM contradictions c "
+                "JOIN facts o ON o.id = c.older_id JOIN facts n ON n.id = c.newer_id ORDER BY 1, 2").fetchall()
+            assert VectorCache(overlay.conn).models() == {DEFAULT_MODEL_NAME: 2 * users}
+            return emb, [tuple(r) for r in found]
+
+    batched, found = run("batched.db")
+    assert len(found) == users
+    assert batched.encoded == 2 * users
+    assert batched.model_calls <= -(-2 * users // detect_changed.EMBED_BATCH) + 1
+    monkeypatch.setattr(detect_changed, "EMBED_BATCH", 1)       # one model call per block
+    per_block, found_per_block = run("per_block.db")
+    assert per_block.model_calls >= users and found_per_block == found
