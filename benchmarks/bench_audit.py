@@ -27,6 +27,7 @@ every ratio compares figures measured in this run. Times are medians of --repeat
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import importlib.util
 import json
@@ -239,19 +240,32 @@ def bench_sqlite(tmp: Path, sizes: list[int], repeat: int, large_repeat: int, ou
               f"    re-audit (unchanged) {reaudit:8.3f}s {reaudit / raw:6.1f}x {rss:4.0f} MB  (n={reps})", flush=True)
 
 
-def bench_postgres(tmp: Path, dsn: str, sizes: list[int], repeat: int, large_repeat: int, out: list[dict]) -> None:
+@contextlib.contextmanager
+def throwaway_database(dsn: str, name: str):
+    """A new Postgres database named `name` on `dsn`'s server, dropped afterwards.
+    Yields (libpq conninfo, postgresql:// URL) of it."""
     import psycopg
     from psycopg import conninfo, sql
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    info = conninfo.conninfo_to_dict(dsn)
+    url = f"postgresql://{info.get('user', 'postgres')}@{info.get('host', '127.0.0.1')}:{info.get('port', '5432')}/{name}"
+    try:
+        yield conninfo.make_conninfo(dsn, dbname=name), url
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def bench_postgres(tmp: Path, dsn: str, sizes: list[int], repeat: int, large_repeat: int, out: list[dict]) -> None:
+    import psycopg
 
     off = no_detector_config(tmp)
     print("audit (Postgres table)  raw = psycopg server-side cursor, itersize 10,000")
     for n in sizes:
         reps = repeat if n <= 100_000 else large_repeat
-        name = f"memwatch_bench_{os.getpid()}_{n}"
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        db = conninfo.make_conninfo(dsn, dbname=name)
-        try:
+        with throwaway_database(dsn, f"memwatch_bench_{os.getpid()}_{n}") as (db, url):
             with psycopg.connect(db, autocommit=True) as conn:
                 conn.execute("CREATE TABLE agent_facts (id bigserial PRIMARY KEY, user_id text, fact_key text, "
                              "fact_value text, created_at timestamp)")
@@ -259,9 +273,6 @@ def bench_postgres(tmp: Path, dsn: str, sizes: list[int], repeat: int, large_rep
                     for r in agent_rows(n):
                         cp.write_row(r)
                 conn.execute("ANALYZE agent_facts")
-            url = f"postgresql://{conninfo.conninfo_to_dict(db).get('user', 'postgres')}@" \
-                  f"{conninfo.conninfo_to_dict(db).get('host', '127.0.0.1')}:" \
-                  f"{conninfo.conninfo_to_dict(db).get('port', '5432')}/{name}"
             raw, rss_raw, _ = median_runs(reps, RAW_PG, db)
             row = {"store": "postgres", "rows": n, "repeat": reps, "raw_s": round(raw, 3), "raw_rss_mb": round(rss_raw)}
             for label, extra in (("audit_nodetect", [off]), ("audit", [])):
@@ -275,17 +286,11 @@ def bench_postgres(tmp: Path, dsn: str, sizes: list[int], repeat: int, large_rep
                   f" {row['audit_nodetect_rss_mb']:4d} MB"
                   f" | audit {row['audit_s']:8.3f}s {row['audit_s'] / raw:6.1f}x {row['audit_rss_mb']:4d} MB"
                   f"  (n={reps})", flush=True)
-        finally:
-            with psycopg.connect(dsn, autocommit=True) as conn:
-                conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 def bench_pg_overlay(tmp: Path, dsn: str, sizes: list[int], repeat: int, large_repeat: int, out: list[dict]) -> None:
     """The SQLite store audited into an overlay that lives in Postgres (`--overlay postgresql://…`),
     beside the same audit into a SQLite overlay file: what sharing one overlay costs."""
-    import psycopg
-    from psycopg import conninfo, sql
-
     off = no_detector_config(tmp)
     print("audit into a Postgres overlay (SQLite store)  ratio = Postgres overlay / SQLite overlay")
     for n in sizes:
@@ -297,17 +302,8 @@ def bench_pg_overlay(tmp: Path, dsn: str, sizes: list[int], repeat: int, large_r
         for label, extra in (("audit_nodetect", [off]), ("audit", [])):
             pg_runs, lite_runs = [], []
             for i in range(reps):
-                name = f"memwatch_overlay_bench_{os.getpid()}_{n}_{label}_{i}"
-                with psycopg.connect(dsn, autocommit=True) as conn:
-                    conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-                info = conninfo.conninfo_to_dict(dsn)
-                url = (f"postgresql://{info.get('user', 'postgres')}@{info.get('host', '127.0.0.1')}:"
-                       f"{info.get('port', '5432')}/{name}")
-                try:
+                with throwaway_database(dsn, f"memwatch_overlay_bench_{os.getpid()}_{n}_{label}_{i}") as (_, url):
                     pg_runs.append(measure(AUDIT, store, url, AS_OF, *extra))
-                finally:
-                    with psycopg.connect(dsn, autocommit=True) as conn:
-                        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
                 lite_runs.append(measure(AUDIT, store, tmp / f"pgcmp_overlay_{label}_{n}_{i}.db", AS_OF, *extra))
                 assert pg_runs[-1][2] == n == lite_runs[-1][2]
             row[f"{label}_pg_s"] = round(statistics.median(r[0] for r in pg_runs), 3)
