@@ -159,7 +159,7 @@ def days_until_below(threshold: float, days_since_learned: float, half_life_days
 
 
 def _until(threshold: float, boost: float, decaying: float, log_d: float) -> float | None:
-    """days_until_below's closed form on precomputed parts (score_fact inlines it)."""
+    """days_until_below's closed form on precomputed parts (score_fact shares them)."""
     if threshold - boost <= 0:
         return None
     if decaying + boost < threshold:
@@ -213,8 +213,8 @@ def score_fact(as_of: float, learned_at: float | None, policy: CategoryPolicy,
     `confidence` is passed through to the Score as given; with `lifecycle` instead, it is
     `lifecycle.confidence(as_of, learned_at, confirmations)` (last confirmed when learned).
 
-    The sync's hot path: freshness(), label_for() and days_until_below() inlined on shared
-    parts (each power of the decay factor computed once), to the last bit the same
+    The sync's hot path: freshness(), label_for() and days_until_below() on shared parts
+    (each power of the decay factor computed once), to the last bit the same
     (tests/test_scoring_reference.py holds it to a plain transcription of the formula).
     """
     d, log_d = _decay(policy.half_life_days)
@@ -231,21 +231,8 @@ def score_fact(as_of: float, learned_at: float | None, policy: CategoryPolicy,
     # rounded before labelling so that exactly one half-life reads 0.5 (aging), not 0.49999…
     value = _round(min(1.0, base + boost + recency), 9)
     fresh_at, aging_at, stale_at = thresholds.fresh, thresholds.aging, thresholds.stale
-    ever = decaying + boost   # _until's comparison, shared by the three thresholds
-
-    # days_until_below(fresh) and (stale), i.e. _until() inlined
-    if fresh_at - boost <= 0:
-        days_left = None
-    elif ever < fresh_at:
-        days_left = 0.0
-    else:
-        days_left = max(0.0, _log((fresh_at - boost) / decaying) / log_d)
-    if stale_at - boost <= 0:
-        until_expired = None
-    elif ever < stale_at:
-        until_expired = 0.0
-    else:
-        until_expired = max(0.0, _log((stale_at - boost) / decaying) / log_d)
+    days_left = _until(fresh_at, boost, decaying, log_d)          # days_until_below(fresh)
+    until_expired = _until(stale_at, boost, decaying, log_d)      # days_until_below(stale)
 
     # label_for(value); freshness only falls with time, so the label walks fresh -> aging ->
     # stale -> expired and the next change is the crossing of the current label's lower threshold.
@@ -254,12 +241,7 @@ def score_fact(as_of: float, learned_at: float | None, policy: CategoryPolicy,
         next_change = days_left
     elif value >= aging_at:
         label = "aging"
-        if aging_at - boost <= 0:
-            next_change = None
-        elif ever < aging_at:
-            next_change = 0.0
-        else:
-            next_change = max(0.0, _log((aging_at - boost) / decaying) / log_d)
+        next_change = _until(aging_at, boost, decaying, log_d)
     elif value >= stale_at:
         label = "stale"
         next_change = until_expired
