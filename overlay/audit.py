@@ -109,6 +109,12 @@ class AuditResult:
     def contradictions(self) -> Iterator[dict]:
         return self.store.iter_contradictions(self.source_ids)
 
+    def count_contradictions(self) -> int:
+        return self.store.count_contradictions(self.source_ids)
+
+    def contradiction_evidence(self, older_ref: str) -> list[dict]:
+        return self.store.contradiction_evidence(older_ref)
+
     def close(self) -> None:
         self.store.close()
 

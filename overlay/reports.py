@@ -18,7 +18,7 @@ import io
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, TextIO
+from typing import Iterator, Mapping, TextIO
 
 from rich.console import Console
 
@@ -47,10 +47,35 @@ def contract(result, trend: dict | None = None) -> dict:
     report["by_category"] = result.by("category")
     report["by_source"] = result.by("source")
     report["facts"] = result.iter_facts()
-    report["contradictions"] = list(result.contradictions())
+    report["contradictions"] = Contradictions(result)
     if trend is not None:
         report["trend"] = trend
     return report
+
+
+class Contradictions:
+    """A report's contradictions, read from the overlay each time they are iterated.
+
+    A million facts can carry a million contradictions (about 1 KB each as dicts); the
+    renderers list only the first few (markdown, html), count them, or look up one fact's
+    (SARIF: `evidence_of`), so none of them needs all of them in memory at once.
+    """
+
+    def __init__(self, result):
+        self.result = result
+        self._count: int | None = None
+
+    def __iter__(self) -> Iterator[dict]:
+        return self.result.contradictions()
+
+    def __len__(self) -> int:
+        if self._count is None:
+            self._count = self.result.count_contradictions()
+        return self._count
+
+    def evidence_of(self, older_ref: str) -> list[dict]:
+        """{newer, evidence} of the contradictions whose older side is `older_ref`."""
+        return self.result.contradiction_evidence(older_ref)
 
 
 def annotation_stream(fmt: str | None, output_path: str | None, streams: Streams) -> TextIO:

@@ -243,6 +243,10 @@ overlay_db.register_fragment(_ANNOTATIONS_SQL, (
     "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')))::text "
     "FROM actions a WHERE a.ref = f.ref AND a.kind = 'annotate' AND a.state = 'applied' "
     "AND a.undone_at IS NULL AND a.fact_hash = f.content_hash"))
+# The contradictions a report shows: the older fact neither deleted nor forgotten, the newer not deleted.
+_REPORTED_CONTRADICTIONS = (
+    "FROM contradictions c JOIN facts o ON o.id = c.older_id JOIN facts n ON n.id = c.newer_id "
+    "WHERE o.status != 'deleted' AND o.status != 'forgotten' AND n.status != 'deleted'")
 ANY = object()   # find_facts(subject=ANY): every subject (None means "no subject")
 # The refs of the newer facts that contradict fact f, joined by char(31) (NULL: none).
 _CONTRADICTED_BY_SQL = (
@@ -627,19 +631,31 @@ class OverlayStore:
             "WHERE c.older_id = ? ORDER BY n.ref", (fact_id,))]
 
     def iter_contradictions(self, source_ids: list[int] | None = None) -> Iterator[dict]:
+        """Contradictions between facts still in the report (older side neither deleted nor
+        forgotten, newer side not deleted), streamed (a server-side cursor on Postgres)."""
         # Unary +: SQLite scans the contradictions and looks both facts up by id, rather than
         # probing the contradictions of every fact of the sources (slower even when none).
         scope, params = _scope("+o.source_id", source_ids)
-        for older, newer, kind, confidence, evidence, update_json in self._tuples(
-                "SELECT o.ref AS older, n.ref AS newer, c.kind, c.confidence, c.evidence, c.update_json "
-                "FROM contradictions c JOIN facts o ON o.id = c.older_id JOIN facts n ON n.id = c.newer_id "
-                f"WHERE o.status != 'deleted' AND o.status != 'forgotten' AND n.status != 'deleted' {scope} "
-                "ORDER BY o.ref, n.ref", params):
+        sql = ("SELECT o.ref AS older, n.ref AS newer, c.kind, c.confidence, c.evidence, c.update_json "
+               f"{_REPORTED_CONTRADICTIONS} {scope} ORDER BY o.ref, n.ref")
+        rows = self.conn.stream(sql, params) if self.dialect == "postgres" else self._tuples(sql, params)
+        for older, newer, kind, confidence, evidence, update_json in rows:
             item = {"older": older, "newer": newer, "kind": kind, "confidence": round(confidence, 3),
                     "evidence": evidence}
             if update_json:
                 item["update"] = jsontext.loads(update_json)
             yield item
+
+    def count_contradictions(self, source_ids: list[int] | None = None) -> int:
+        """How many contradictions iter_contradictions() yields, counted in the database."""
+        scope, params = _scope("+o.source_id", source_ids)
+        return self.conn.execute(f"SELECT count(*) {_REPORTED_CONTRADICTIONS} {scope}", params).fetchone()[0]
+
+    def contradiction_evidence(self, older_ref: str) -> list[dict]:
+        """{newer, evidence} of the reported contradictions of one (older) fact, newer ref
+        order: what iter_contradictions() yields for it, read through the ref index."""
+        return [{"newer": newer, "evidence": evidence} for newer, evidence in self._tuples(
+            f"SELECT n.ref, c.evidence {_REPORTED_CONTRADICTIONS} AND o.ref = ? ORDER BY n.ref", (older_ref,))]
 
     def iter_fact_rows(self, source_ids: list[int] | None = None, include_deleted: bool = True,
                        order: str = "f.id") -> Iterator[sqlite3.Row]:

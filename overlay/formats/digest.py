@@ -63,6 +63,14 @@ def expiry_days(fact: Mapping[str, Any]) -> Any:
     return fact.get("days_left")
 
 
+def head_and_count(items: Iterable, n: int) -> tuple[list, int]:
+    """The first `n` of `items` and how many there are, without holding the rest: a list,
+    or a report's live Contradictions (len() is one count query, iteration streams)."""
+    if not hasattr(items, "__len__"):
+        items = list(items)
+    return list(itertools.islice(iter(items), n)), len(items)
+
+
 def shorten(text: Any, limit: int = TEXT_LIMIT) -> str:
     """`text` as one line of at most `limit` characters (an ellipsis marks a cut)."""
     s = " ".join(str(text if text is not None else "").split())

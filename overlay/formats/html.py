@@ -20,7 +20,7 @@ from typing import Any, Iterable, Mapping, TextIO
 from ... import __version__
 from . import svg
 from .base import DigestRenderer
-from .digest import (HIST_BINS, HORIZONS, SUMMARY_KEYS, Digest, horizon_name,
+from .digest import (HIST_BINS, HORIZONS, SUMMARY_KEYS, Digest, head_and_count, horizon_name,
                      shorten, stale_ratio)
 
 MAX_CONTRADICTIONS = 500
@@ -188,19 +188,19 @@ def _facts_table(title: str, ident: str, facts: list, seen: int | None, level: i
 
 
 def _contradictions(contradictions, cap: int) -> str:
-    items = list(contradictions)
+    shown, total = head_and_count(contradictions, cap)
     rows = []
-    for c in items[:cap]:
+    for c in shown:
         rows.append(f'<tr data-older="{escape(str(c.get("older", "")))}"><td>{escape(str(c.get("older", "")))}'
                     f'</td><td>{escape(str(c.get("newer", "")))}</td><td>{escape(str(c.get("kind", "")))}'
                     f'</td><td class="n">{escape(_fmt(c.get("confidence")))}</td>'
                     f'<td class="evidence">{escape(shorten(c.get("evidence"), 400))}</td></tr>')
     more = ""
-    if len(items) > cap:
-        more = f'<p class="more">... and {len(items) - cap} more.</p>'
+    if total > len(shown):
+        more = f'<p class="more">... and {total - len(shown)} more.</p>'
     if not rows:
         return '<section><h2>Contradictions</h2><p class="more" id="contradictions">None.</p></section>\n'
-    return (f'<section><h2>Contradictions ({len(items)})</h2><table id="contradictions"><tr>'
+    return (f'<section><h2>Contradictions ({total})</h2><table id="contradictions"><tr>'
             "<th>older</th><th>newer</th><th>kind</th><th>confidence</th><th>evidence</th></tr>"
             + "".join(rows) + f"</table>{more}</section>\n")
 

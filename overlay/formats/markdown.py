@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, TextIO
 
 from .base import DigestRenderer
-from .digest import SUMMARY_KEYS, Digest, shorten, stale_ratio
+from .digest import SUMMARY_KEYS, Digest, head_and_count, shorten, stale_ratio
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 
@@ -63,15 +63,14 @@ def _write(report: Mapping[str, Any], digest: Digest, stream: TextIO) -> None:
                    _num(f.get("freshness")), f.get("label"), _num(f.get("age_days"), 1),
                    f.get("status")] for f in stalest]))
 
-    contradictions = list(report.get("contradictions") or ())
-    if contradictions:
-        shown = contradictions[:top]
-        w(f"\n### Contradictions ({len(contradictions)})\n\n")
+    shown, total = head_and_count(report.get("contradictions") or (), top)
+    if shown:
+        w(f"\n### Contradictions ({total})\n\n")
         w(_table(["older", "newer", "kind", "confidence", "evidence"],
                  [[c.get("older"), c.get("newer"), c.get("kind"), _num(c.get("confidence")),
                    shorten(c.get("evidence"), 120)] for c in shown]))
-        if len(contradictions) > len(shown):
-            w(f"\n... and {len(contradictions) - len(shown)} more.\n")
+        if total > len(shown):
+            w(f"\n... and {total - len(shown)} more.\n")
 
 
 def append_step_summary(markdown: str, environ: Mapping[str, str] | None = None) -> Path | None:

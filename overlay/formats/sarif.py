@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping   # isinstance through typing.Mapping is several times slower
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 from urllib.parse import quote
 
 from ... import __version__
@@ -56,7 +56,9 @@ class SarifRenderer(Renderer):
         self.max_results = max_results
         self.base = Path(root) if root is not None else Path.cwd()
         self.targets = source_targets(report, self.base)
-        self.evidence = _evidence_by_older(report.get("contradictions") or ())
+        contradictions = report.get("contradictions") or ()
+        # a live report looks one contradicted fact up at a time; a plain list is indexed once
+        self.evidence_of = getattr(contradictions, "evidence_of", None) or _evidence_by_older(contradictions).get
         self.uris: dict[str, str] = {}   # source -> its store's URI (resolving paths touches the disk)
         self.written = self.omitted = 0
         head = {"$schema": SCHEMA_URI, "version": "2.1.0"}
@@ -73,7 +75,7 @@ class SarifRenderer(Renderer):
             uri = self.uris.get(source)
             if uri is None:
                 uri = self.uris[source] = _uri(self.targets.get(source) or source or "memory", self.base)
-            result = _result(fact, kind, uri, self.evidence)
+            result = _result(fact, kind, uri, self.evidence_of)
             sep = "\n" if self.written == 0 else ",\n"
             self.stream.write(sep + _encode(result))
             self.written += 1
@@ -111,7 +113,7 @@ def _tool() -> dict:
                        "semanticVersion": __version__, "rules": rules}}
 
 
-def _result(fact: Mapping, kind: str, uri: str, evidence: Mapping[str, list]) -> dict:
+def _result(fact: Mapping, kind: str, uri: str, evidence_of: Callable[[str], list | None]) -> dict:
     """One SARIF result; `uri` is the store's (see `_uri`)."""
     rule_id, _, level, _, _ = RULES[kind]
     ref = str(fact.get("ref") or "")
@@ -131,7 +133,7 @@ def _result(fact: Mapping, kind: str, uri: str, evidence: Mapping[str, list]) ->
     }
     if kind == "contradicted":
         related = []
-        for i, item in enumerate(_contradictions_of(fact, evidence), start=1):
+        for i, item in enumerate(_contradictions_of(fact, evidence_of), start=1):
             text = f"contradicted by {item['newer']}"
             if item.get("evidence"):
                 text += f": {shorten(item['evidence'], 300)}"
@@ -144,10 +146,10 @@ def _result(fact: Mapping, kind: str, uri: str, evidence: Mapping[str, list]) ->
     return result
 
 
-def _contradictions_of(fact: Mapping, evidence: Mapping[str, list]) -> list[dict]:
+def _contradictions_of(fact: Mapping, evidence_of: Callable[[str], list | None]) -> list[dict]:
     """Contradictions whose older side is `fact`, plus any contradicted_by refs not among them."""
     ref = str(fact.get("ref") or "")
-    items = list(evidence.get(ref, ()))
+    items = list(evidence_of(ref) or ())
     known = {i["newer"] for i in items}
     for newer in fact.get("contradicted_by") or ():
         if str(newer) not in known:
