@@ -19,7 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import os
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import psycopg
 from psycopg import conninfo as pg_conninfo
@@ -31,11 +31,12 @@ from ..overlay.redact import redact_dsn
 from ..rules.config import SourceConfig
 from . import sqlguard
 from .base import Record, TableInfo
-from .tabular import TableConnector
+from .tabular import TableConnector, _pk_text
 
 DEFAULT_CONNECT_TIMEOUT = 10     # seconds; a DSN's own connect_timeout wins
 ITERSIZE = 10_000                # rows per server-side cursor round trip
 WATERMARK_OVERLAP = 60.0         # seconds re-read below the watermark on each incremental read
+FETCH_BATCH = 500                # keys per lookup statement of fetch()
 APPLICATION_NAME = "memwatch-overlay"
 WATERMARK_ALIAS = "__mw_watermark__"
 
@@ -379,6 +380,57 @@ class PostgresConnector(TableConnector):
             rec = self.row_to_record(row, pks, mapping)
             if rec is not None:
                 yield rec
+
+    def _key_columns(self) -> list[str]:
+        self._ensure_connected()
+        columns = self.query_columns()
+        pks = self.pk_columns(columns)
+        missing = [p for p in pks if p not in columns]
+        if missing:
+            raise ConnectorError(f"source {self.source.name!r}: id = {missing[0]!r}: no column {missing[0]!r} in "
+                                 f"{self.table_name} (columns: {', '.join(columns)})")
+        return pks
+
+    def keys(self) -> Iterator[dict[str, str]]:
+        """Primary keys only (the deletion pass): one streamed SELECT of the key columns under
+        the source's `where`; the same pk dicts as read() gives."""
+        pks = self._key_columns()
+        rel, schema = self._from()
+        sql = sqlguard.select_rows(rel, self.source.query, pks, self.dialect, where=self.source.where,
+                                   schema=schema).sql(dialect=self.dialect)
+        before = self.rows_read
+        try:
+            for row in self.iter_rows(sql):
+                self.keys_read += 1
+                yield {p: _pk_text(row.get(p)) for p in pks}
+        except psycopg.Error as exc:
+            raise self._fail(exc, "key scan failed") from None
+        finally:
+            self.rows_read = before   # keys are counted in keys_read, not rows_read
+
+    def fetch(self, pks: Iterable[dict[str, str]]) -> Iterator[Record]:
+        """Records by primary key (rows the deletion pass found missing from the overlay):
+        `WHERE (k1 = '…' AND k2 = '…') OR …` a batch of keys at a time. The key text goes in
+        as an untyped literal, so the server reads it as the column's own type and its index
+        serves the lookup."""
+        key_cols = self._key_columns()
+        mapping = self.mapping(self.query_columns())
+        rel, schema = self._from()
+        wanted = list(dict.fromkeys([*key_cols, *(c for c, _ in mapping.values())]))
+        todo = iter(dict.fromkeys(tuple(pk[p] for p in key_cols) for pk in pks))
+        try:
+            while batch := list(itertools.islice(todo, FETCH_BATCH)):
+                want = set(batch)
+                match = exp.or_(*(exp.and_(*(exp.EQ(this=sqlguard.column(p), expression=exp.Literal.string(v))
+                                             for p, v in zip(key_cols, key)))
+                                  for key in sorted(want)))
+                stmt = sqlguard.select_rows(rel, self.source.query, wanted, self.dialect,
+                                            where=self.source.where, schema=schema).where(match)
+                for rec in self._records(stmt.sql(dialect=self.dialect), key_cols, mapping):
+                    if tuple(rec.pk[p] for p in key_cols) in want:
+                        yield rec
+        except psycopg.Error as exc:
+            raise self._fail(exc, "fetch failed") from None
 
 
 def _newer(current: float | None, rec: Record) -> float | None:

@@ -440,3 +440,71 @@ def test_home_made_table_zero_config_and_init(new_db, tmp_path):
     facts = {f["pk"]["id"]: f for f in json.loads(zero.stdout)["facts"]}
     assert facts["1"]["created_at"] == "2025-06-07T10:00:00+00:00"   # timestamp without zone = UTC
     assert facts["1"]["category"] == "employment" and facts["1"]["subject"] == "u1"
+
+
+# -- the deletion pass: keys only, lookups by key --------------------------------------------
+
+def _home_made(dsn, n):
+    admin(dsn, "CREATE TABLE facts (id bigint PRIMARY KEY, owner text, fact text, created_at timestamptz, "
+               "updated_at timestamptz)",
+          (f"INSERT INTO facts SELECT i, 'u' || mod(i, 7), 'fact number ' || i, '{OLD}', '{OLD}' "
+           "FROM generate_series(1, %s) AS i", (n,)))
+    return SourceConfig(name="pgfacts", connector="postgres", dsn=dsn, table="facts", id=["id"], text="fact",
+                        subject="owner", created_at="created_at", updated_at="updated_at",
+                        where="fact NOT LIKE 'hidden%'")
+
+
+def test_keys_and_fetch_match_a_full_read(new_db):
+    """keys() reads the key columns alone (not counted as rows); fetch() finds records by
+    key, composite keys included, and both honour the source's `where`."""
+    dsn = new_db("pgkeys")
+    src = _home_made(dsn, 1200)
+    admin(dsn, "UPDATE facts SET fact = 'hidden ' || id WHERE id % 100 = 0")
+    with make_connector(src) as conn:
+        full = {r.ref: r for r in conn.read(None)}
+        rows = conn.rows_read
+        keys = list(conn.keys())
+        assert conn.rows_read == rows and conn.keys_read == len(keys) == len(full) == 1188
+        assert sorted(k["id"] for k in keys) == sorted(r.pk["id"] for r in full.values())
+        wanted = [{"id": "7"}, {"id": "1199"}, {"id": "100"}, {"id": "99999"}]   # hidden, absent
+        got = list(conn.fetch(iter(wanted * 300)))                              # several batches
+        assert sorted(r.pk["id"] for r in got) == ["1199", "7"]
+        assert all(r == full[r.ref] for r in got)
+    lg = new_db("pgkeyslg")
+    langgraph_store(lg, LG_ITEMS)
+    with make_connector(lg_source(lg)) as conn:
+        full = {r.ref: r for r in conn.read(None)}
+        keys = list(conn.keys())
+        assert sorted(map(json.dumps, keys)) == sorted(json.dumps(r.pk) for r in full.values())
+        assert len(keys[0]) == 2                                                 # (prefix, key)
+        assert [r.ref for r in conn.fetch([keys[1]])] == [make_ref_of(keys[1], full)]
+
+
+def make_ref_of(pk, records):
+    return next(ref for ref, r in records.items() if r.pk == pk)
+
+
+def test_deletion_pass_on_postgres_reads_keys_and_fetches_what_it_lacks(new_db, tmp_path):
+    from memwatch_overlay.overlay.store import OverlayStore
+    from memwatch_overlay.overlay.sync import SyncEngine
+    from memwatch_overlay.rules.config import Config
+
+    dsn = new_db("pgdelpass")
+    src = _home_made(dsn, 3000)
+    with OverlayStore(tmp_path / "overlay.db") as overlay, make_connector(src) as conn:
+        engine = SyncEngine(overlay, Config())
+        engine.sync(src, full=True, connector=conn)
+        # deleted rows, and a row the watermark cannot see (backfilled with an older timestamp)
+        admin(dsn, "DELETE FROM facts WHERE id IN (5, 6, 2999)",
+              "INSERT INTO facts VALUES (5000, 'u1', 'backfilled fact', '2020-01-01', '2020-01-01')")
+        engine.sync(src, full=False, connector=conn)
+        assert overlay.fact_id("pgfacts:facts:5000") is None
+        rows_before = conn.rows_read
+        stats = engine.sync_deletions(src, connector=conn)
+        assert stats.keys_read == 2998 and stats.deleted == 3 and stats.missing == 1
+        assert conn.rows_read - rows_before == 1, "only the missing row is read whole"
+        status = dict(overlay.conn.execute("SELECT ref, status FROM facts").fetchall())
+        assert {r for r, s in status.items() if s == "deleted"} == {"pgfacts:facts:5", "pgfacts:facts:6",
+                                                                    "pgfacts:facts:2999"}
+        assert status["pgfacts:facts:5000"] == "active"
+        assert engine.sync_deletions(src, connector=conn).deleted == 0
