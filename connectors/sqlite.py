@@ -34,7 +34,7 @@ from ..overlay.errors import ConnectorError
 from ..rules.config import SourceConfig
 from . import sqlguard
 from .base import Record, TableInfo
-from .tabular import ROWID, TIME_FIELDS, TableConnector, _opt_text, _pk_text  # noqa: F401 (re-exported)
+from .tabular import ROWID, TableConnector, _pk_text  # noqa: F401 (ROWID, _pk_text re-exported)
 
 DEFAULT_BUSY_TIMEOUT = 5.0   # seconds a read waits for a writer's lock
 FETCH_BATCH = 1000

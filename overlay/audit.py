@@ -134,7 +134,7 @@ def fact_dicts(rows: Iterable[Sequence]) -> Iterator[dict]:
 
     for (source, table, pk, ref, subject, key, text, category, created_at, updated_at, age_days,
          freshness, label, days_left, days_until_expired, expires_at, expired_by, confidence, status,
-         contradicted_by, first_seen, annotations) in rows:
+         contradicted_by, first_seen, annotations_json) in rows:
         yield {
             "source": source, "table": table, "pk": jsontext.loads(pk), "ref": ref,
             "subject": subject, "key": key, "text": text, "category": category,
@@ -145,7 +145,7 @@ def fact_dicts(rows: Iterable[Sequence]) -> Iterator[dict]:
             "confidence": confidence, "status": status,
             "contradicted_by": contradicted_by.split("\x1f") if contradicted_by else [],
             "first_seen": iso[first_seen],
-            "annotations": jsontext.loads(annotations) if annotations not in (None, "", "[]") else [],
+            "annotations": jsontext.loads(annotations_json) if annotations_json not in (None, "", "[]") else [],
         }
 
 

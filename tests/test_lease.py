@@ -6,7 +6,6 @@ tested in tests/test_daemon_fleet.py.
 """
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import subprocess

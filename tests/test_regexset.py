@@ -28,7 +28,6 @@ from memwatch_overlay.rules.categorize import Categorizer, default_rules
 from memwatch_overlay.rules.config import parse_config
 from memwatch_overlay.rules.regexset import RegexSet, Untranslatable, translate
 
-from conftest import AGENT_STORES
 
 needs_re2 = pytest.mark.re2
 # `[[:alpha:]]` and its kind are on purpose: Python warns that it reads them as plain classes

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memwatch_overlay.overlay.contradictions import Detector, FactView
+from memwatch_overlay.overlay.contradictions import Detector
 from memwatch_overlay.overlay.prefilter import Prefilter, _trie_pattern
 from memwatch_overlay.overlay.slotpack import load_pack, required_literals
 from memwatch_overlay.overlay.slots import Extractor

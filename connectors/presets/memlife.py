@@ -24,7 +24,6 @@ from typing import Iterator
 
 from sqlglot import exp
 
-from ...overlay.timeparse import parse_timestamp
 from .. import sqlguard
 from ..base import Record
 from ..sqlite import SqliteConnector
