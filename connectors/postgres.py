@@ -341,11 +341,7 @@ class PostgresConnector(TableConnector):
         self._ensure_connected()
         columns = self.query_columns()
         mapping = self.mapping(columns)
-        pks = self.pk_columns(columns)
-        for p in pks:
-            if p not in columns:
-                raise ConnectorError(f"source {self.source.name!r}: id = {p!r}: no column {p!r} in "
-                                     f"{self.table_name} (columns: {', '.join(columns)})")
+        pks = self._key_columns(columns)
         can_watermark = self.watermark(mapping) is not None
         since = None
         if can_watermark and cursor and cursor.get("watermark") is not None:
@@ -381,20 +377,20 @@ class PostgresConnector(TableConnector):
             if rec is not None:
                 yield rec
 
-    def _key_columns(self) -> list[str]:
-        self._ensure_connected()
-        columns = self.query_columns()
+    def _key_columns(self, columns: list[str]) -> list[str]:
+        """The primary-key columns, each checked to be among the table's or query's columns."""
         pks = self.pk_columns(columns)
-        missing = [p for p in pks if p not in columns]
-        if missing:
-            raise ConnectorError(f"source {self.source.name!r}: id = {missing[0]!r}: no column {missing[0]!r} in "
-                                 f"{self.table_name} (columns: {', '.join(columns)})")
+        for p in pks:
+            if p not in columns:
+                raise ConnectorError(f"source {self.source.name!r}: id = {p!r}: no column {p!r} in "
+                                     f"{self.table_name} (columns: {', '.join(columns)})")
         return pks
 
     def keys(self) -> Iterator[dict[str, str]]:
         """Primary keys only (the deletion pass): one streamed SELECT of the key columns under
         the source's `where`; the same pk dicts as read() gives."""
-        pks = self._key_columns()
+        self._ensure_connected()
+        pks = self._key_columns(self.query_columns())
         rel, schema = self._from()
         sql = sqlguard.select_rows(rel, self.source.query, pks, self.dialect, where=self.source.where,
                                    schema=schema).sql(dialect=self.dialect)
@@ -413,8 +409,10 @@ class PostgresConnector(TableConnector):
         `WHERE (k1 = '…' AND k2 = '…') OR …` a batch of keys at a time. The key text goes in
         as an untyped literal, so the server reads it as the column's own type and its index
         serves the lookup."""
-        key_cols = self._key_columns()
-        mapping = self.mapping(self.query_columns())
+        self._ensure_connected()
+        columns = self.query_columns()         # one LIMIT 0 probe for the mapping and the keys
+        mapping = self.mapping(columns)
+        key_cols = self._key_columns(columns)
         rel, schema = self._from()
         wanted = list(dict.fromkeys([*key_cols, *(c for c, _ in mapping.values())]))
         todo = iter(dict.fromkeys(tuple(pk[p] for p in key_cols) for pk in pks))
