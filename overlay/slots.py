@@ -25,7 +25,6 @@ _NUMBER_WORDS = {"no": 0, "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, 
                  "twelve": 12, "a": 1, "an": 1, "several": 3, "many": 5, "a few": 3,
                  "a couple of": 2}
 _UNIT_DAYS = {"year": 365.25, "month": 30.44, "decade": 3652.5, "week": 7.0, "day": 1.0}
-ALL_BITS = -1   # a prefilter mask that rules nothing out
 _DETERMINERS = {"a", "an", "the", "my", "our", "his", "her", "their", "your", "this", "that"}
 _CONTRACTIONS = [
     (re.compile(r"\bcan't\b", re.I), "can not"), (re.compile(r"\bwon't\b", re.I), "will not"),
@@ -263,28 +262,28 @@ class _Guards:
                 self.bits[name] |= bit(r)
         self.duration_bits = tuple(bit(r) for r in self.g["duration"])
 
-    def has(self, name: str, text: str, mask: int = -1) -> bool:
+    def has(self, name: str, text: str, mask: int = ALL) -> bool:
         return bool(mask & self.bits[name]) and _any(self.g[name], text)
 
-    def hedged(self, prefix: str, mask: int = -1) -> bool:
+    def hedged(self, prefix: str, mask: int = ALL) -> bool:
         return self.has("hedge", prefix, mask)
 
-    def temporary(self, clause: str, mask: int = -1) -> bool:
+    def temporary(self, clause: str, mask: int = ALL) -> bool:
         return self.has("temporary", clause, mask)
 
-    def negated(self, prefix: str, mask: int = -1) -> bool:
+    def negated(self, prefix: str, mask: int = ALL) -> bool:
         return bool(mask & self.bits["negation"]) and _any(self.g["negation"], _recent(prefix))
 
-    def third_party(self, prefix: str, mask: int = -1) -> bool:
+    def third_party(self, prefix: str, mask: int = ALL) -> bool:
         return self.has("third_party", prefix, mask) and not self.has("first_person", prefix, mask)
 
-    def past(self, prefix: str, mask: int = -1) -> bool:
+    def past(self, prefix: str, mask: int = ALL) -> bool:
         return self.has("past", prefix, mask)
 
     def question(self, sentence: str) -> bool:
         return _any(self.g["question"], sentence)
 
-    def held(self, clause: str, mask: int = -1) -> tuple[float | None, int | None]:
+    def held(self, clause: str, mask: int = ALL) -> tuple[float | None, int | None]:
         """How long the clause says its value has held: (days, since_year)."""
         for r, bit in zip(self.g["duration"], self.duration_bits):
             if not mask & bit:
@@ -412,9 +411,9 @@ class Extractor:
         ("ſ" for "s", the Kelvin sign for "k"), so no literal test can rule a regex out.
         """
         if self._plain:
-            return [self._prefilter.mask_one_by_one(c.lower()) if c.isascii() else ALL_BITS for c, _ in parts]
+            return [self._prefilter.mask_one_by_one(c.lower()) if c.isascii() else ALL for c, _ in parts]
         mask, guards = self._prefilter.mask, self._guard_bits
-        return [(mask(c.lower()) if _plain_ascii(c) else mask(c.lower()) | guards) if c.isascii() else ALL_BITS
+        return [(mask(c.lower()) if _plain_ascii(c) else mask(c.lower()) | guards) if c.isascii() else ALL
                 for c, _ in parts]
 
     # -- public
