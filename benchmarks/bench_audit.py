@@ -194,10 +194,20 @@ def measure(script: str, *args: str) -> list[float]:
     return [float(x) for x in out.stdout.split()]
 
 
+def median_of(runs: list[list[float]], field: int = 0) -> float:
+    """Median of one figure (0: seconds) over the runs of a measurement."""
+    return statistics.median(r[field] for r in runs)
+
+
+def peak_mb(runs: list[list[float]]) -> float:
+    """The largest peak RSS (ru_maxrss, KB) of the runs, in MB."""
+    return max(r[1] for r in runs) / 1024
+
+
 def median_runs(times: int, script: str, *args) -> tuple[float, float, list[float]]:
     """Median seconds, max peak RSS (MB), and the last run's other figures."""
     runs = [measure(script, *args) for _ in range(times)]
-    return statistics.median(r[0] for r in runs), max(r[1] for r in runs) / 1024, runs[-1][2:]
+    return median_of(runs), peak_mb(runs), runs[-1][2:]
 
 
 def no_detector_config(folder: Path) -> Path:
@@ -215,7 +225,7 @@ def bench_sqlite(tmp: Path, sizes: list[int], repeat: int, large_repeat: int, ou
         build_store(store, n)
         raw, rss_raw, _ = median_runs(reps, RAW_SCAN, store)
         floors = [measure(FLOOR, store, tmp / f"overlay_floor_{n}_{i}.db") for i in range(reps)]
-        floor = statistics.median(r[0] for r in floors)
+        floor = median_of(floors)
         row = {"store": "sqlite", "rows": n, "repeat": reps, "raw_s": round(raw, 3), "raw_rss_mb": round(rss_raw),
                "floor_s": round(floor, 3)}
         for name, extra in (("audit_nodetect", [off]), ("audit", [])):
@@ -224,9 +234,9 @@ def bench_sqlite(tmp: Path, sizes: list[int], repeat: int, large_repeat: int, ou
                 overlay = tmp / f"overlay_{name}_{n}_{i}.db"
                 runs.append(measure(AUDIT, store, overlay, AS_OF, *extra))
                 assert runs[-1][2] == n, (runs[-1], n)
-            row[f"{name}_s"] = round(statistics.median(r[0] for r in runs), 3)
-            row[f"{name}_judged_s"] = round(statistics.median(r[3] for r in runs), 3)
-            row[f"{name}_rss_mb"] = round(max(r[1] for r in runs) / 1024)
+            row[f"{name}_s"] = round(median_of(runs), 3)
+            row[f"{name}_judged_s"] = round(median_of(runs, 3), 3)
+            row[f"{name}_rss_mb"] = round(peak_mb(runs))
         reaudit, rss, _ = median_runs(reps, AUDIT, store, tmp / f"overlay_audit_{n}_0.db", AS_OF)
         row["reaudit_s"], row["reaudit_rss_mb"] = round(reaudit, 3), round(rss)
         out.append(row)
@@ -278,8 +288,8 @@ def bench_postgres(tmp: Path, dsn: str, sizes: list[int], repeat: int, large_rep
             for label, extra in (("audit_nodetect", [off]), ("audit", [])):
                 runs = [measure(AUDIT, url, tmp / f"pg_overlay_{label}_{n}_{i}.db", AS_OF, *extra) for i in range(reps)]
                 assert runs[-1][2] == n, (runs[-1], n)
-                row[f"{label}_s"] = round(statistics.median(r[0] for r in runs), 3)
-                row[f"{label}_rss_mb"] = round(max(r[1] for r in runs) / 1024)
+                row[f"{label}_s"] = round(median_of(runs), 3)
+                row[f"{label}_rss_mb"] = round(peak_mb(runs))
             out.append(row)
             print(f"{n:>9,} rows  raw {raw:7.3f}s ({rss_raw:.0f} MB)"
                   f" | audit, detection off {row['audit_nodetect_s']:8.3f}s {row['audit_nodetect_s'] / raw:6.1f}x"
@@ -306,9 +316,9 @@ def bench_pg_overlay(tmp: Path, dsn: str, sizes: list[int], repeat: int, large_r
                     pg_runs.append(measure(AUDIT, store, url, AS_OF, *extra))
                 lite_runs.append(measure(AUDIT, store, tmp / f"pgcmp_overlay_{label}_{n}_{i}.db", AS_OF, *extra))
                 assert pg_runs[-1][2] == n == lite_runs[-1][2]
-            row[f"{label}_pg_s"] = round(statistics.median(r[0] for r in pg_runs), 3)
-            row[f"{label}_sqlite_s"] = round(statistics.median(r[0] for r in lite_runs), 3)
-            row[f"{label}_pg_rss_mb"] = round(max(r[1] for r in pg_runs) / 1024)
+            row[f"{label}_pg_s"] = round(median_of(pg_runs), 3)
+            row[f"{label}_sqlite_s"] = round(median_of(lite_runs), 3)
+            row[f"{label}_pg_rss_mb"] = round(peak_mb(pg_runs))
         out.append(row)
         print(f"{n:>9,} rows  detection off: Postgres overlay {row['audit_nodetect_pg_s']:7.3f}s vs SQLite "
               f"{row['audit_nodetect_sqlite_s']:7.3f}s ({row['audit_nodetect_pg_s'] / row['audit_nodetect_sqlite_s']:.1f}x)"
@@ -368,8 +378,7 @@ def bench_check(tmp: Path, new: int, existing: int, repeat: int, out: list[dict]
             conn.close()
             runs.append(measure(CHECK, store, overlay, AS_OF, *extra))
         first = statistics.median(firsts)
-        s = statistics.median(r[0] for r in runs)
-        rss = max(r[1] for r in runs) / 1024
+        s, rss = median_of(runs), peak_mb(runs)
         records, comparisons, found = runs[-1][2:]
         row = {"check_new": new, "check_existing": existing, "detector": variant, "check_s": round(s, 3),
                "check_rss_mb": round(rss), "records": int(records), "comparisons": int(comparisons),
@@ -400,8 +409,8 @@ def bench_memlife(tmp: Path, n: int, repeat: int, out: list[dict]) -> None:
     row = {"memlife_facts": n}
     for name, runs in (("memlife_ingest", ingest_ml), ("memlife_gc", gc_ml),
                        ("memwatch_ingest", ingest_mw), ("memwatch_decay_gc", decay_mw)):
-        row[f"{name}_s"] = round(statistics.median(r[0] for r in runs), 3)
-        row[f"{name}_rss_mb"] = round(max(r[1] for r in runs) / 1024)
+        row[f"{name}_s"] = round(median_of(runs), 3)
+        row[f"{name}_rss_mb"] = round(peak_mb(runs))
     out.append(row)
     print(f"  ingest: memlife store_fact x{n:,} {row['memlife_ingest_s']:.3f}s | memwatch audit of that store "
           f"{row['memwatch_ingest_s']:.3f}s ({row['memwatch_ingest_s'] / row['memlife_ingest_s']:.2f}x)\n"
