@@ -301,7 +301,7 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _held_advisory_locks(store) -> set[int]:
+def held_advisory_locks(store) -> set[int]:
     """Keys (signed 64-bit, as lock_key gives them) of every advisory lock some session holds.
 
     Read from `pg_locks`, which shows a bigint key as classid (high half) and objid (low
@@ -315,26 +315,26 @@ def _held_advisory_locks(store) -> set[int]:
     return held
 
 
-def lease_table(store) -> list[dict]:
+def lease_table(store, held: set[int]) -> list[dict]:
     """Who holds which source (for status output): the `leases` rows with heartbeat age, and
-    whether the lease's lock is held now (False: its daemon died and nobody took it yet)."""
+    whether the lease's lock is in `held` (held_advisory_locks()) now; False: its daemon died
+    and nobody took the source over yet."""
     rows = store.conn.execute("SELECT source, owner, host, pid, epoch, acquired_at, heartbeat_at "
                               "FROM leases ORDER BY source").fetchall()
-    held = _held_advisory_locks(store)
     now = time.time()
     return [{"source": r[0], "owner": r[1], "host": r[2], "pid": r[3], "epoch": r[4],
              "acquired_at": r[5], "heartbeat_age_seconds": round(now - r[6], 1),
              "held": lock_key(r[0]) in held} for r in rows]
 
 
-def fleet_table(store) -> list[dict]:
+def fleet_table(store, leases: list[dict], held: set[int]) -> list[dict]:
     """The daemons sharing this overlay (status output): one entry per `fleet_members` row,
-    `alive` when its member lock is held, with the sources whose lease it really holds."""
-    held = _held_advisory_locks(store)
+    `alive` when its member lock is in `held`, with the sources whose lease (lease_table()'s
+    rows) it really holds."""
     sources: dict[str, list[str]] = {}
-    for source, owner in store.conn.execute("SELECT source, owner FROM leases ORDER BY source").fetchall():
-        if lock_key(source) in held:
-            sources.setdefault(owner, []).append(source)
+    for lease in leases:
+        if lease["held"]:
+            sources.setdefault(lease["owner"], []).append(lease["source"])
     now = time.time()
     return [{"owner": r[0], "host": r[1], "pid": r[2], "joined_at": r[3],
              "heartbeat_age_seconds": round(now - r[4], 1), "alive": member_key(r[0]) in held,

@@ -45,14 +45,16 @@ def source_status(config: Config | None, overlay_path: str | None, now: float | 
         daemon = daemon_status(store.get_meta("daemon"), now)
         result = {"sources": out, "daemon": daemon}
         if store.dialect == "postgres":      # several daemons: who holds each source's lease
-            from .lease import fleet_table, lease_table
-            leases = {lease.pop("source"): lease for lease in lease_table(store)}
+            from .lease import fleet_table, held_advisory_locks, lease_table
+            held = held_advisory_locks(store)            # read once for both tables
+            lease_rows = lease_table(store, held)
+            result["daemons"] = fleet_table(store, lease_rows, held)
+            leases = {lease["source"]: {k: v for k, v in lease.items() if k != "source"} for lease in lease_rows}
             for item in out:
                 if item["name"] in leases:
                     item["lease"] = leases[item["name"]]
             # `daemon` is the last heartbeat any daemon wrote; with a fleet, one of them
             # stopping must not read as "no daemon running" while the others work on.
-            result["daemons"] = fleet_table(store)
             if result["daemons"]:
                 daemon["running"] = any(d["alive"] for d in result["daemons"])
         return result
