@@ -27,7 +27,6 @@ every ratio compares figures measured in this run. Times are medians of --repeat
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import importlib.util
 import json
@@ -35,10 +34,10 @@ import os
 import random
 import sqlite3
 import statistics
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
+
+from benchlib import run_script, throwaway_database
 
 COLUMNS = "id, user_id, fact_key, fact_value, created_at"
 KEYS = ["employer", "city", "email", "food", "language", "pet"]
@@ -187,11 +186,8 @@ def build_store(path: Path, n: int) -> None:
     conn.close()
 
 
-def measure(script: str, *args: str) -> list[float]:
-    out = subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True, text=True)
-    if out.returncode:
-        sys.exit(f"benchmark subprocess failed:\n{out.stderr}")
-    return [float(x) for x in out.stdout.split()]
+def measure(script: str, *args) -> list[float]:
+    return [float(x) for x in run_script(script, *args).split()]
 
 
 def median_of(runs: list[list[float]], field: int = 0) -> float:
@@ -248,24 +244,6 @@ def bench_sqlite(tmp: Path, sizes: list[int], repeat: int, large_repeat: int, ou
               f" (without the JSON report {row['audit_judged_s']:7.3f}s {row['audit_judged_s'] / raw:5.1f}x)"
               f" {row['audit_rss_mb']:4d} MB\n"
               f"    re-audit (unchanged) {reaudit:8.3f}s {reaudit / raw:6.1f}x {rss:4.0f} MB  (n={reps})", flush=True)
-
-
-@contextlib.contextmanager
-def throwaway_database(dsn: str, name: str):
-    """A new Postgres database named `name` on `dsn`'s server, dropped afterwards.
-    Yields (libpq conninfo, postgresql:// URL) of it."""
-    import psycopg
-    from psycopg import conninfo, sql
-
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    info = conninfo.conninfo_to_dict(dsn)
-    url = f"postgresql://{info.get('user', 'postgres')}@{info.get('host', '127.0.0.1')}:{info.get('port', '5432')}/{name}"
-    try:
-        yield conninfo.make_conninfo(dsn, dbname=name), url
-    finally:
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 def bench_postgres(tmp: Path, dsn: str, sizes: list[int], repeat: int, large_repeat: int, out: list[dict]) -> None:

@@ -27,10 +27,11 @@ import random
 import shutil
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from benchlib import run_script
 
 COLUMNS = "id, user_id, fact_key, fact_value, created_at, updated_at"
 KEYS = ["employer", "city", "email", "food", "language", "pet"]
@@ -195,10 +196,7 @@ def build_store(path: Path, n: int) -> None:
 
 
 def run(script: str, *args: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True)
-    if out.returncode != 0:
-        raise SystemExit(f"benchmark step failed:\n{out.stderr}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return json.loads(run_script(script, *args).strip().splitlines()[-1])
 
 
 def bench_size(tmp: Path, n: int, repeat: int) -> dict:

@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
-import sys
+
+from benchlib import run_script, throwaway_database
 
 DEFAULT_DSN = os.environ.get("MEMWATCH_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
 
@@ -46,24 +46,18 @@ print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrs
 
 
 def run(code: str, *args: str) -> list[str]:
-    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True)
-    return out.stdout.split(maxsplit=3)
+    return run_script(code, *args).split(maxsplit=3)
 
 
 def main() -> None:
     import psycopg
-    from psycopg import conninfo, sql
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=200_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--dsn", default=DEFAULT_DSN)
     args = ap.parse_args()
-    name = f"memwatch_bench_{os.getpid()}"
-    with psycopg.connect(args.dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    dsn = conninfo.make_conninfo(args.dsn, dbname=name)
-    try:
+    with throwaway_database(args.dsn, f"memwatch_bench_{os.getpid()}") as (dsn, _):
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute("CREATE TABLE store (prefix text NOT NULL, key text NOT NULL, value jsonb NOT NULL, "
                          "created_at timestamptz DEFAULT now(), updated_at timestamptz DEFAULT now(), "
@@ -82,9 +76,6 @@ def main() -> None:
             conn.execute("INSERT INTO store (prefix, key, value) SELECT 'users.new.memories', 'n' || i, "
                          "jsonb_build_object('memory', 'New fact ' || i) FROM generate_series(1, 1000) AS i")
         incr = [run(CONNECTOR, dsn, cursor) for _ in range(args.repeat)]
-    finally:
-        with psycopg.connect(args.dsn, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
     def med(runs, i):
         return statistics.median(float(r[i]) for r in runs)

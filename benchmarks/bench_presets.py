@@ -17,11 +17,11 @@ import json
 import pickle
 import sqlite3
 import statistics
-import subprocess
-import sys
 import tempfile
 import uuid
 from pathlib import Path
+
+from benchlib import run_script
 
 RAW_SCAN = """
 import sqlite3, sys, time, resource
@@ -94,8 +94,7 @@ def build_store(folder: Path, n: int) -> int:
 
 
 def measure(script: str, *args: str) -> tuple[float, int, int]:
-    out = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, check=True)
-    seconds, rss_kb, n = out.stdout.split()
+    seconds, rss_kb, n = run_script(script, *args).split()
     return float(seconds), int(rss_kb), int(n)
 
 
