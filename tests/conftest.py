@@ -79,16 +79,46 @@ def pg_server_dsn():
     return dsn
 
 
+class PgDatabases:
+    """Throwaway databases on the test server: make(prefix) creates one and returns its
+    postgresql:// URL; drop_all() drops every one made (WITH (FORCE): sessions left open
+    by a failed test do not keep them)."""
+
+    def __init__(self, server_dsn: str):
+        from psycopg import conninfo
+        self.server_dsn = server_dsn
+        self.params = conninfo.conninfo_to_dict(server_dsn)
+        self.made: list[str] = []
+
+    def _run(self, statement) -> None:
+        import psycopg
+        with psycopg.connect(self.server_dsn, autocommit=True) as conn:
+            conn.execute(statement)
+
+    def make(self, prefix: str = "memwatch_test") -> str:
+        from psycopg import sql
+        name = f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+        self._run(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        self.made.append(name)
+        return pg_url(self.params, name)
+
+    def drop_all(self) -> None:
+        from psycopg import sql
+        while self.made:
+            self._run(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(self.made.pop())))
+
+
 @pytest.fixture(scope="session")
 def pg_dsn(pg_server_dsn):
     """A throwaway database for this test session, dropped at the end."""
-    import psycopg
-    from psycopg import conninfo, sql
+    dbs = PgDatabases(pg_server_dsn)
+    yield dbs.make()
+    dbs.drop_all()
 
-    name = f"memwatch_test_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-    with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    params = conninfo.conninfo_to_dict(pg_server_dsn)
-    yield pg_url(params, name)
-    with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+@pytest.fixture
+def pg_database(pg_server_dsn):
+    """Factory of throwaway databases for one test: pg_database(prefix) -> URL; all dropped after it."""
+    dbs = PgDatabases(pg_server_dsn)
+    yield dbs.make
+    dbs.drop_all()

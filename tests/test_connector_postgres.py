@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import pg_url
+from conftest import PgDatabases, pg_url
 
 from memwatch_overlay.connectors.detect import detect
 from memwatch_overlay.connectors.registry import make_connector
@@ -54,24 +54,10 @@ def assert_clean_failure(proc, *needles):
 
 @pytest.fixture(scope="module")
 def new_db(pg_server_dsn):
-    """Factory of throwaway databases memwatch_test_<pid>_<tag>, all dropped at the end."""
-    import psycopg
-    from psycopg import conninfo, sql
-    params = conninfo.conninfo_to_dict(pg_server_dsn)
-    made = []
-
-    def make(tag: str) -> str:
-        name = f"memwatch_test_{os.getpid()}_{tag}"
-        with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        made.append(name)
-        return pg_url(params, name)
-
-    yield make
-    with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
-        for name in made:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    """Factory of throwaway databases (new_db(tag) -> URL) for this module, all dropped at its end."""
+    dbs = PgDatabases(pg_server_dsn)
+    yield lambda tag: dbs.make(f"memwatch_test_{tag}")
+    dbs.drop_all()
 
 
 def admin(dsn, *statements):

@@ -11,7 +11,6 @@ import sqlite3
 import subprocess
 import threading
 import time
-import uuid
 from collections import defaultdict
 from pathlib import Path
 
@@ -29,17 +28,8 @@ pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
 
 @pytest.fixture
-def overlay_dsn(pg_server_dsn):
-    import psycopg
-    from psycopg import conninfo, sql
-
-    from conftest import pg_url
-    name = f"memwatch_fleet_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    yield pg_url(conninfo.conninfo_to_dict(pg_server_dsn), name)
-    with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+def overlay_dsn(pg_database):
+    return pg_database("memwatch_fleet")
 
 
 def _q(dsn: str, sql: str, params=()) -> list[tuple]:

@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections import defaultdict
 from pathlib import Path
 
@@ -32,19 +31,10 @@ pytestmark = pytest.mark.postgres
 
 
 @pytest.fixture
-def overlay_dsn(pg_server_dsn):
-    import psycopg
-    from psycopg import conninfo, sql
-
-    from conftest import pg_url
-    name = f"memwatch_lease_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    dsn = pg_url(conninfo.conninfo_to_dict(pg_server_dsn), name)
+def overlay_dsn(pg_database):
+    dsn = pg_database("memwatch_lease")
     OverlayStore(dsn).close()             # migrated once, before any member starts
-    yield dsn
-    with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    return dsn
 
 
 def _fleet_config(folder: Path, dsn: str) -> Path:

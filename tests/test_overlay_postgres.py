@@ -39,26 +39,9 @@ pytestmark = pytest.mark.postgres
 
 
 @pytest.fixture
-def pg_overlay(pg_server_dsn):
-    """A fresh database per test, for one overlay (dropped afterwards)."""
-    import psycopg
-    from psycopg import conninfo, sql
-
-    from conftest import pg_url
-
-    created = []
-
-    def make() -> str:
-        name = f"memwatch_ov_{uuid.uuid4().hex[:10]}"
-        with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        created.append(name)
-        return pg_url(conninfo.conninfo_to_dict(pg_server_dsn), name)
-
-    yield make
-    with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
-        for name in created:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+def pg_overlay(pg_database):
+    """A fresh database per call, for one overlay (dropped after the test)."""
+    return lambda: pg_database("memwatch_ov")
 
 
 def _config(folder: Path, overlay_line: str):

@@ -16,7 +16,6 @@ import json
 import math
 import random
 import sqlite3
-import uuid
 from collections import defaultdict
 
 import pytest
@@ -104,28 +103,13 @@ def make_store(path) -> None:
     conn.close()
 
 
-@pytest.fixture
-def pg_overlay_dsn(pg_server_dsn):
-    """A fresh Postgres database for one overlay, dropped afterwards."""
-    import psycopg
-    from psycopg import conninfo, sql
-
-    from conftest import pg_url
-    name = f"memwatch_report_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    yield pg_url(conninfo.conninfo_to_dict(pg_server_dsn), name)
-    with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-
-
 @pytest.fixture(params=["sqlite", "postgres"])
 def audited(request, tmp_path):
     """A config whose overlay went through audit, annotate, undo, store edits and a re-audit."""
     if request.param == "sqlite":
         overlay = 'path = "overlay.db"'
     else:
-        overlay = f'dsn = "{request.getfixturevalue("pg_overlay_dsn")}"'
+        overlay = f'dsn = "{request.getfixturevalue("pg_database")("memwatch_report")}"'
     make_store(tmp_path / "agent.db")
     (tmp_path / "memwatch.toml").write_text(CONFIG.format(overlay=overlay), encoding="utf-8")
     cfg = load_config(tmp_path / "memwatch.toml")

@@ -164,17 +164,9 @@ set = {{ {json.dumps(col)} = {json.dumps(value)} }}
 
 
 @pytest.fixture
-def lg_pg_dsn(pg_server_dsn):
-    """A throwaway database holding LangGraph's PostgresStore tables."""
-    from psycopg import conninfo, sql
-
-    from conftest import pg_url
-    name = f"memwatch_wb_lg_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    yield pg_url(conninfo.conninfo_to_dict(pg_server_dsn), name)
-    with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+def lg_pg_dsn(pg_database):
+    """A throwaway database for LangGraph's PostgresStore tables."""
+    return pg_database("memwatch_wb_lg")
 
 
 def test_langgraph_postgres_store_expire_sweep_undo(lg_pg_dsn, tmp_path):
