@@ -71,9 +71,9 @@ print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrs
 # facts, and the seconds of the audit alone (sync, scoring, detection, summary, gate)
 AUDIT = """
 import os, sys, time, resource
-from memwatch_overlay.overlay.audit import audit
-from memwatch_overlay.overlay.output import write_json
-from memwatch_overlay.overlay.timeparse import parse_as_of
+from memwatch_overlay.overlay.engine.audit import audit
+from memwatch_overlay.overlay.output.tables import write_json
+from memwatch_overlay.core.timeparse import parse_as_of
 from memwatch_overlay.rules.config import load_config
 cfg = load_config(sys.argv[4]) if len(sys.argv) > 4 else None
 t = time.perf_counter()
@@ -92,7 +92,7 @@ print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrs
 # cost of writing one overlay row per source row, nothing else.
 FLOOR = """
 import sqlite3, sys, time, resource
-from memwatch_overlay.overlay.store import OverlayStore
+from memwatch_overlay.overlay.store.database import OverlayStore
 store = OverlayStore(sys.argv[2])
 store.conn.execute("INSERT INTO sources (name, connector, target) VALUES ('floor', 'sqlite', 'x')")
 store.conn.close()
@@ -120,11 +120,11 @@ print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrs
 # (the default rules; a config may add embeddings: the model loads inside the timed sync)
 CHECK = """
 import sys, time, resource
-from memwatch_overlay.overlay.audit import resolve_sources
-from memwatch_overlay.overlay.detect_changed import make_detector
-from memwatch_overlay.overlay.store import OverlayStore
-from memwatch_overlay.overlay.sync import SyncEngine
-from memwatch_overlay.overlay.timeparse import parse_as_of
+from memwatch_overlay.overlay.engine.audit import resolve_sources
+from memwatch_overlay.overlay.detect.blocks import make_detector
+from memwatch_overlay.overlay.store.database import OverlayStore
+from memwatch_overlay.overlay.engine.sync import SyncEngine
+from memwatch_overlay.core.timeparse import parse_as_of
 from memwatch_overlay.rules.config import load_config
 store = OverlayStore(sys.argv[2])
 cfg, sources = resolve_sources(sys.argv[1], load_config(sys.argv[4]) if len(sys.argv) > 4 else None, None, store)
@@ -154,9 +154,9 @@ print(s, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, n)
 # argv: overlay as_of ; rescore at as_of (decay), then the overlay's gc
 DECAY = """
 import sys, time, resource
-from memwatch_overlay.overlay.audit import overlay_report
-from memwatch_overlay.overlay.maintenance import gc
-from memwatch_overlay.overlay.timeparse import parse_as_of
+from memwatch_overlay.overlay.engine.audit import overlay_report
+from memwatch_overlay.overlay.engine.maintenance import gc
+from memwatch_overlay.core.timeparse import parse_as_of
 t = time.perf_counter()
 r = overlay_report(None, overlay_path=sys.argv[1], as_of=parse_as_of(sys.argv[2]))
 n = r.summary["total"]
@@ -307,7 +307,7 @@ def bench_pg_overlay(tmp: Path, dsn: str, sizes: list[int], repeat: int, large_r
 
 EMBED_LOAD = """
 import time, resource
-from memwatch_overlay.overlay.embeddings import Embedder
+from memwatch_overlay.overlay.detect.embeddings import Embedder
 t = time.perf_counter()
 Embedder().embed(["warm up"])
 print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, 1)

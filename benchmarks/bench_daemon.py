@@ -53,8 +53,8 @@ print(json.dumps({"seconds": time.perf_counter() - t, "rss_kb": resource.getrusa
 COMMON = """
 import json, resource, sqlite3, statistics, sys, time
 from memwatch_overlay.connectors.registry import make_connector
-from memwatch_overlay.overlay.store import OverlayStore
-from memwatch_overlay.overlay.sync import SyncEngine
+from memwatch_overlay.overlay.store.database import OverlayStore
+from memwatch_overlay.overlay.engine.sync import SyncEngine
 from memwatch_overlay.rules.config import parse_config
 store_path, overlay_path = sys.argv[1], sys.argv[2]
 cfg = parse_config({"sources": [{"name": "bot", "connector": "sqlite", "path": store_path, "table": "agent_facts",

@@ -18,9 +18,9 @@ import tempfile
 from pathlib import Path
 
 from memwatch_overlay.connectors.base import Record
-from memwatch_overlay.overlay.scoring import DAY, CategoryPolicy, Thresholds, score_fact
-from memwatch_overlay.overlay.store import OverlayStore
-from memwatch_overlay.overlay.sync import SyncEngine
+from memwatch_overlay.overlay.engine.scoring import DAY, CategoryPolicy, Thresholds, score_fact
+from memwatch_overlay.overlay.store.database import OverlayStore
+from memwatch_overlay.overlay.engine.sync import SyncEngine
 from memwatch_overlay.rules.config import Config
 
 AS_OF = 1_800_000_000.0

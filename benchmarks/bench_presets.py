@@ -36,7 +36,7 @@ print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrs
 
 PRESET_READ = """
 import sys, time, resource
-from memwatch_overlay.connectors.detect import detect, source_from_detection
+from memwatch_overlay.connectors.recognize import detect, source_from_detection
 from memwatch_overlay.connectors.registry import make_connector
 t = time.perf_counter()
 conn = make_connector(source_from_detection(detect(sys.argv[1])))

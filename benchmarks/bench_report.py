@@ -8,7 +8,7 @@ overlay (not timed; --overlay reuses one made earlier, e.g. by another checkout'
 Then each format is written to /dev/null in its own subprocess, which opens the overlay
 at the audit's --as-of (nothing to rescore) and times only the writing: wall seconds,
 CPU seconds (ru_utime + ru_stime, steadier on a shared machine) and peak RSS. Figures
-are medians of --repeat runs. `json` and `table` are overlay/output.py's; the others go
+are medians of --repeat runs. `json` and `table` are overlay/output/tables.py's; the others go
 through overlay/formats like `audit --format X` (one pass over the facts each).
 """
 from __future__ import annotations
@@ -27,10 +27,10 @@ FORMATS = ("json", "table", "junit", "sarif", "markdown", "html", "github")
 # argv: overlay as_of format
 WRITE = """
 import os, resource, sys, time
-from memwatch_overlay.overlay import output, reports
-from memwatch_overlay.overlay.audit import overlay_report
-from memwatch_overlay.overlay.formats import render_many
-from memwatch_overlay.overlay.timeparse import parse_as_of
+from memwatch_overlay.overlay.output import publish as reports, tables as output
+from memwatch_overlay.overlay.engine.audit import overlay_report
+from memwatch_overlay.overlay.output.formats import render_many
+from memwatch_overlay.core.timeparse import parse_as_of
 from rich.console import Console
 def cpu():
     r = resource.getrusage(resource.RUSAGE_SELF)

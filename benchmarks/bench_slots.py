@@ -20,8 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_audit import build_store  # noqa: E402
 
-from memwatch_overlay.overlay.slotpack import load_pack  # noqa: E402
-from memwatch_overlay.overlay.slots import Extractor  # noqa: E402
+from memwatch_overlay.overlay.detect.pack import load_pack  # noqa: E402
+from memwatch_overlay.overlay.detect.slots import Extractor  # noqa: E402
 
 
 def cpu() -> float:

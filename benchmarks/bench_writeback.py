@@ -24,8 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from memwatch_overlay.overlay.timeparse import parse_as_of
-from memwatch_overlay.overlay.writeback import apply_plan, plan_actions, undo_actions
+from memwatch_overlay.core.timeparse import parse_as_of
+from memwatch_overlay.overlay.writeback.engine import apply_plan, plan_actions, undo_actions
 from memwatch_overlay.rules.config import load_config
 
 CONFIG = """

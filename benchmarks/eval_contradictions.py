@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from memwatch_overlay.overlay.contradictions import Detector, FactView
+from memwatch_overlay.overlay.detect.detector import Detector, FactView
 
 T0 = 1_800_000_000.0      # a fixed "now" for the newer fact; ages count back from it
 DAY = 86400.0
@@ -85,10 +85,10 @@ def score(cases: list[dict], preds: dict[str, dict]) -> dict:
 def build_detector(a) -> Detector:
     embedder = judge = None
     if a.embeddings:
-        from memwatch_overlay.overlay.embeddings import Embedder
+        from memwatch_overlay.overlay.detect.embeddings import Embedder
         embedder = Embedder(a.model)
     if a.judge_url:
-        from memwatch_overlay.overlay.judge import Judge
+        from memwatch_overlay.overlay.detect.judge import Judge
         judge = Judge(a.judge_url, model=a.judge_model)
     kw = {}
     if a.threshold is not None:

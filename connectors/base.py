@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Iterable, Iterator
 
-from ..rules.config import SourceConfig
+from memwatch_overlay.rules.config import SourceConfig
 
 STATUS_ACTIVE = "active"
 STATUS_DELETED = "deleted"          # the source itself deleted or soft-deleted it
@@ -82,7 +82,7 @@ class Connector(abc.ABC):
     # True when row_to_record() turns one row into its Record with nothing else read (the
     # base mapping). Write-back then re-checks a row by the overlay's content hash; presets
     # whose records also depend on other rows or files set False and are checked by the
-    # whole row instead (overlay/writeback.py).
+    # whole row instead (overlay/writeback/engine.py).
     row_local: ClassVar[bool] = True
 
     def __init__(self, source: SourceConfig):

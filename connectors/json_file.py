@@ -18,12 +18,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..overlay.errors import ConnectorError
-from ..overlay.timeparse import parse_timestamp
-from ..rules.config import MAPPING_KEYS, SourceConfig
-from .base import Connector, Record, TableInfo
-from .paths import (RecordPath, chain_of, iter_path_with_trail, maybe_json, parse_path,
-                    parse_record_path, resolve_record_path, trail_to_path)
+from memwatch_overlay.core.errors import ConnectorError
+from memwatch_overlay.core.timeparse import parse_timestamp
+from memwatch_overlay.rules.config import MAPPING_KEYS, SourceConfig
+from memwatch_overlay.connectors.base import Connector, Record, TableInfo
+from memwatch_overlay.connectors.paths import (
+    RecordPath,
+    chain_of,
+    iter_path_with_trail,
+    maybe_json,
+    parse_path,
+    parse_record_path,
+    resolve_record_path,
+    trail_to_path,
+)
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 TIME_FIELDS = ("created_at", "updated_at", "accessed_at", "expires_at")

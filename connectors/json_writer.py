@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..overlay.errors import ConnectorError
-from .json_file import Document, JsonConnector, json_format
-from .paths import chain_of
-from .writer import Image, Key, SourceBusy, SourceWriter, WriteTxn
+from memwatch_overlay.core.errors import ConnectorError
+from memwatch_overlay.connectors.json_file import Document, JsonConnector, json_format
+from memwatch_overlay.connectors.paths import chain_of
+from memwatch_overlay.connectors.writer import Image, Key, SourceBusy, SourceWriter, WriteTxn
 
 RECORD = "@"          # the one image entry: the record's JSON value
 LOCATION = "@at"      # key entry: where the record sat (for re-inserting a deleted one)
@@ -206,7 +206,7 @@ class JsonWriter(SourceWriter):
         return key, {RECORD: ("json", copy.deepcopy(_get(state, line_idx, trail)))}
 
     def sample(self, col: str) -> Any:
-        from ..overlay.timeparse import parse_timestamp
+        from memwatch_overlay.core.timeparse import parse_timestamp
         state, index = self._plan()
         for line_idx, trail, _ in index.values():
             value = _field_get(_get(state, line_idx, trail), col)

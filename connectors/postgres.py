@@ -26,12 +26,12 @@ from psycopg import conninfo as pg_conninfo
 from psycopg.rows import dict_row
 from sqlglot import exp
 
-from ..overlay.errors import ConnectorError
-from ..overlay.redact import redact_dsn
-from ..rules.config import SourceConfig
-from . import sqlguard
-from .base import Record, TableInfo
-from .tabular import TableConnector, _pk_text
+from memwatch_overlay.core.errors import ConnectorError
+from memwatch_overlay.core.redact import redact_dsn
+from memwatch_overlay.rules.config import SourceConfig
+from memwatch_overlay.connectors import sqlguard
+from memwatch_overlay.connectors.base import Record, TableInfo
+from memwatch_overlay.connectors.tabular import TableConnector, _pk_text
 
 DEFAULT_CONNECT_TIMEOUT = 10     # seconds; a DSN's own connect_timeout wins
 ITERSIZE = 10_000                # rows per server-side cursor round trip

@@ -21,10 +21,15 @@ import psycopg
 from psycopg import conninfo as pg_conninfo
 from sqlglot import exp
 
-from ..overlay.errors import ConnectorError
-from .postgres import APPLICATION_NAME, DEFAULT_CONNECT_TIMEOUT, _one_line, scrub
-from .sqlguard import column, table
-from .writer import Image, Key, SourceBusy, SourceWriter, WriteTxn
+from memwatch_overlay.core.errors import ConnectorError
+from memwatch_overlay.connectors.postgres import (
+    APPLICATION_NAME,
+    DEFAULT_CONNECT_TIMEOUT,
+    _one_line,
+    scrub,
+)
+from memwatch_overlay.connectors.sqlguard import column, table
+from memwatch_overlay.connectors.writer import Image, Key, SourceBusy, SourceWriter, WriteTxn
 
 DIALECT = "postgres"
 LOCK_TIMEOUT_MS = 5000
@@ -148,7 +153,7 @@ class PostgresWriter(SourceWriter):
         return col in image and image[col][1] == _text(value)
 
     def sample(self, col: str) -> Any:
-        from ..overlay.timeparse import parse_timestamp
+        from memwatch_overlay.core.timeparse import parse_timestamp
         stmt = (exp.select(exp.cast(column(col), "text")).from_(self.qualified)
                 .where(exp.Not(this=exp.Is(this=column(col), expression=exp.Null()))).limit(20))
         conn = self.connector.conn

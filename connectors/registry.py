@@ -11,9 +11,9 @@ import importlib
 import warnings
 from importlib.metadata import entry_points
 
-from ..overlay.errors import ConfigError
-from ..rules.config import SourceConfig
-from .base import Connector
+from memwatch_overlay.core.errors import ConfigError
+from memwatch_overlay.rules.config import SourceConfig
+from memwatch_overlay.connectors.base import Connector
 
 ENTRY_POINT_GROUP = "memwatch_overlay.connectors.v1"
 

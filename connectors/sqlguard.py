@@ -9,7 +9,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-from ..overlay.errors import ReadOnlyViolation
+from memwatch_overlay.core.errors import ReadOnlyViolation
 
 _WRITES = (exp.Insert, exp.Update, exp.Delete, exp.Merge, exp.Into, exp.Lock, exp.Create,
            exp.Drop, exp.Alter, exp.Command, exp.TruncateTable)

@@ -30,11 +30,11 @@ from typing import Any, Iterable, Iterator
 
 from sqlglot import exp
 
-from ..overlay.errors import ConnectorError
-from ..rules.config import SourceConfig
-from . import sqlguard
-from .base import Record, TableInfo
-from .tabular import ROWID, TableConnector, _pk_text  # noqa: F401 (ROWID, _pk_text re-exported)
+from memwatch_overlay.core.errors import ConnectorError
+from memwatch_overlay.rules.config import SourceConfig
+from memwatch_overlay.connectors import sqlguard
+from memwatch_overlay.connectors.base import Record, TableInfo
+from memwatch_overlay.connectors.tabular import ROWID, TableConnector, _pk_text  # noqa: F401 (ROWID, _pk_text re-exported)
 
 DEFAULT_BUSY_TIMEOUT = 5.0   # seconds a read waits for a writer's lock
 FETCH_BATCH = 1000

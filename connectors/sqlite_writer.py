@@ -18,10 +18,10 @@ from typing import Any, Iterator
 
 from sqlglot import exp
 
-from ..overlay.errors import ConnectorError
-from .sqlite import DEFAULT_BUSY_TIMEOUT, ROWID, _pk_text
-from .sqlguard import column, table
-from .writer import Image, Key, SourceBusy, SourceWriter, WriteTxn
+from memwatch_overlay.core.errors import ConnectorError
+from memwatch_overlay.connectors.sqlite import DEFAULT_BUSY_TIMEOUT, ROWID, _pk_text
+from memwatch_overlay.connectors.sqlguard import column, table
+from memwatch_overlay.connectors.writer import Image, Key, SourceBusy, SourceWriter, WriteTxn
 
 DIALECT = "sqlite"
 _INT = re.compile(r"^-?\d+$")
@@ -161,7 +161,7 @@ class SqliteWriter(SourceWriter):
         return image.get(col) == _typed_like(value)
 
     def sample(self, col: str) -> Any:
-        from ..overlay.timeparse import parse_timestamp
+        from memwatch_overlay.core.timeparse import parse_timestamp
         stmt = (exp.select(column(col)).from_(table(self.table))
                 .where(exp.Not(this=exp.Is(this=column(col), expression=exp.Null()))).limit(20))
         for (value,) in self.connector.conn.execute(stmt.sql(dialect=DIALECT)).fetchall():

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..overlay.errors import ConnectorError
-from ..overlay.timeparse import parse_timestamp
-from ..rules.config import MAPPING_KEYS
-from .base import Connector, Record, TableInfo
-from .paths import get_path, split_column_path
+from memwatch_overlay.core.errors import ConnectorError
+from memwatch_overlay.core.timeparse import parse_timestamp
+from memwatch_overlay.rules.config import MAPPING_KEYS
+from memwatch_overlay.connectors.base import Connector, Record, TableInfo
+from memwatch_overlay.connectors.paths import get_path, split_column_path
 
 ROWID = "__mw_rowid__"
 TIME_FIELDS = ("created_at", "updated_at", "accessed_at", "expires_at")

@@ -14,7 +14,7 @@ An *image* is the whole row as `{column: (type, value)}`, with the store's own t
 two images compare equal only when every value and type matches. `encode_image` /
 `decode_image` turn images into JSON for the overlay's before-images.
 
-The generic plan / apply / undo logic lives in overlay/writeback.py; adding write-back
+The generic plan / apply / undo logic lives in overlay/writeback/engine.py; adding write-back
 for a connector kind means one subclass here and one entry in WRITERS.
 """
 from __future__ import annotations
@@ -24,8 +24,8 @@ import contextlib
 import importlib
 from typing import Any, ClassVar, Iterator
 
-from ..overlay.errors import ConnectorError
-from .base import Connector
+from memwatch_overlay.core.errors import ConnectorError
+from memwatch_overlay.connectors.base import Connector
 
 TypedValue = tuple[str, Any]
 Image = dict[str, TypedValue]
@@ -73,7 +73,7 @@ class SourceWriter(abc.ABC):
 
     kind: ClassVar[str] = ""
     # True when an image's plain values are what the connector's row_to_record reads, so
-    # the optimistic check can use the overlay's content hash (see overlay/writeback.py);
+    # the optimistic check can use the overlay's content hash (see overlay/writeback/engine.py);
     # otherwise a row is checked against the whole image read when the plan was made.
     hash_check: ClassVar[bool] = False
 

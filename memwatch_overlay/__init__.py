@@ -5,15 +5,15 @@
 The API is imported on first use, so the command line does not pay for it.
 """
 
-__version__ = "0.1.0"
+from memwatch_overlay.core.version import __version__
 __all__ = ["MemWatch", "TTLConfig", "Memory", "CheckResult", "SuggestedUpdate"]
 
 
 def __getattr__(name):
     if name in ("MemWatch", "TTLConfig", "Memory"):
-        from .overlay import api
+        from memwatch_overlay.overlay import api
         return getattr(api, name)
     if name in ("CheckResult", "SuggestedUpdate"):
-        from .overlay import check
+        from memwatch_overlay.overlay.engine import check
         return getattr(check, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

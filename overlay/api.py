@@ -23,15 +23,21 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ..rules.config import NATIVE_SOURCE, Config, load_config
-from .errors import ConfigError
-from .native import LIVE_STATUSES, add_fact, apply_updates, forget_native, native_ref
-from .scoring import CategoryPolicy, DEFAULT_HALF_LIVES
-from .store import OverlayStore
-from .sync import SyncEngine
-from .timeparse import to_iso
-from .check import CheckResult, check_text
-from .detect_changed import make_detector
+from memwatch_overlay.rules.config import NATIVE_SOURCE, Config, load_config
+from memwatch_overlay.core.errors import ConfigError
+from memwatch_overlay.overlay.engine.added_facts import (
+    LIVE_STATUSES,
+    add_fact,
+    apply_updates,
+    forget_native,
+    native_ref,
+)
+from memwatch_overlay.overlay.engine.scoring import CategoryPolicy, DEFAULT_HALF_LIVES
+from memwatch_overlay.overlay.store.database import OverlayStore
+from memwatch_overlay.overlay.engine.sync import SyncEngine
+from memwatch_overlay.core.timeparse import to_iso
+from memwatch_overlay.overlay.engine.check import CheckResult, check_text
+from memwatch_overlay.overlay.detect.blocks import make_detector
 
 DEFAULT_DB = "memwatch.db"
 
@@ -241,8 +247,8 @@ class MemWatch:
     def search(self, query: str, limit: int = 10, subject: str | None = None) -> list:
         """Facts of `subject` (or the MemWatch's; with neither, of every subject), every source,
         ranked by relevance x freshness x confidence (see overlay.search)."""
-        from .search import search_facts
-        from .store import ANY
+        from memwatch_overlay.overlay.engine.search import search_facts
+        from memwatch_overlay.overlay.store.database import ANY
         chosen = self._subject(subject)
         return search_facts(self.store, self.engine, query, limit=limit, as_of=self.clock(),
                             subject=ANY if chosen is None else chosen)

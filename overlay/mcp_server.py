@@ -15,11 +15,11 @@ import json
 import time
 from typing import Any
 
-from ..rules.config import Config
-from .audit import fact_dict, open_overlay, overlay_target
-from .errors import ConfigError, MemwatchError
-from .store import ANY, SCHEMA_VERSION
-from .sync import SyncEngine
+from memwatch_overlay.rules.config import Config
+from memwatch_overlay.overlay.engine.audit import fact_dict, open_overlay, overlay_target
+from memwatch_overlay.core.errors import ConfigError, MemwatchError
+from memwatch_overlay.overlay.store.database import ANY, SCHEMA_VERSION
+from memwatch_overlay.overlay.engine.sync import SyncEngine
 
 SERVER_NAME = "memwatch-overlay"
 DEFAULT_LIMIT = 50
@@ -40,17 +40,17 @@ class OverlayTools:
     @property
     def detector(self):
         if self._detector is None:
-            from .detect_changed import make_detector
+            from memwatch_overlay.overlay.detect.blocks import make_detector
             self._detector = make_detector(self.config)
         return self._detector
 
     def check_utterance(self, text: str, subject: str | None = None) -> dict:
-        from .check import check_text
+        from memwatch_overlay.overlay.engine.check import check_text
         return check_text(text, self.config, overlay_path=self._path(), subject=subject, as_of=self.clock(),
                           detector=self.detector).as_dict()
 
     def get_freshness(self, ref: str, subject: str | None = None) -> dict:
-        from .maintenance import resolve_refs
+        from memwatch_overlay.overlay.engine.maintenance import resolve_refs
         with self._open() as store:
             resolved = resolve_refs(store, [ref], subject)[0]
             SyncEngine(store, self.config).rescore(self.clock(), fact_ids=[store.fact_id(resolved)])
@@ -69,23 +69,23 @@ class OverlayTools:
         return self._listed(ANY if subject is None else subject, statuses=("contradicted",), limit=limit)
 
     def mark_refreshed(self, ref: str, subject: str | None = None) -> dict:
-        from .maintenance import refresh
+        from memwatch_overlay.overlay.engine.maintenance import refresh
         refresh(self.config, self._path(), [ref], now=self.clock(), subject=subject)
         return self.get_freshness(ref, subject)
 
     def forget(self, ref: str, subject: str | None = None) -> dict:
-        from .maintenance import forget
+        from memwatch_overlay.overlay.engine.maintenance import forget
         n = forget(self.config, self._path(), [ref], None, subject)
         return {"forgotten": n, "ref": ref}
 
     def stats(self) -> dict:
-        from .maintenance import overlay_stats
+        from memwatch_overlay.overlay.engine.maintenance import overlay_stats
         with self._open() as store:
             SyncEngine(store, self.config).rescore(self.clock())
         return overlay_stats(self.config, self._path())
 
     def health(self) -> dict:
-        from .maintenance import source_status
+        from memwatch_overlay.overlay.engine.maintenance import source_status
         detector = self.detector is not None
         with self._open() as store:
             version = store.schema_version()

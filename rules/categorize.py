@@ -7,9 +7,9 @@ import tomllib
 from functools import lru_cache
 from importlib import resources
 
-from ..overlay.scoring import DEFAULT_CATEGORY
-from .config import Rule, _parse_rule, _Validator
-from .regexset import Candidates, RegexSet
+from memwatch_overlay.rules.policy import DEFAULT_CATEGORY
+from memwatch_overlay.rules.config import Rule, _parse_rule, _Validator
+from memwatch_overlay.rules.regexset import Candidates, RegexSet
 
 DEFAULT_PACK = "default_rules.toml"
 KEY_CACHE_SIZE = 4096

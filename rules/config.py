@@ -13,9 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..overlay import actionvalues
-from ..overlay.errors import ConfigError, RuleError
-from ..overlay.scoring import CONFIDENCE_CEILING, DEFAULT_HALF_LIVES, CategoryPolicy, ConfidencePolicy, Thresholds
+from memwatch_overlay.rules import action_values as actionvalues
+from memwatch_overlay.core.errors import ConfigError, RuleError
+from memwatch_overlay.rules.policy import (
+    CONFIDENCE_CEILING,
+    DEFAULT_HALF_LIVES,
+    CategoryPolicy,
+    ConfidencePolicy,
+    Thresholds,
+)
 
 CONNECTORS = ("sqlite", "json", "postgres")
 LABEL_CONDITIONS = ("fresh", "aging", "stale", "expired", "contradicted")
@@ -122,7 +128,7 @@ class SourceConfig:
         """What the source reads, safe to print (no password)."""
         if self.resolved_path is not None:
             return str(self.resolved_path)
-        from ..overlay.redact import redact_dsn
+        from memwatch_overlay.core.redact import redact_dsn
         return redact_dsn(self.resolved_dsn or f"${self.dsn_env}")
 
 
@@ -138,7 +144,7 @@ class Rule:
 
 @dataclass
 class Action:
-    """One [[actions]] entry (write-back planning, overlay/writeback.py).
+    """One [[actions]] entry (write-back planning, overlay/writeback/engine.py).
 
     `do`: annotate (recorded in the overlay only), set (columns the source already has),
     delete (the row), expire (the store's natural expiry, declared by its preset).
@@ -274,7 +280,7 @@ def parse_config(raw: dict, path: Path | None = None) -> Config:
 
 
 def _parse_lifecycle(v: "_Validator", body: dict) -> tuple[ConfidencePolicy, float]:
-    """[lifecycle]: confidence erosion (see overlay.scoring) and the gc retention period."""
+    """[lifecycle]: confidence erosion (see overlay.engine.scoring) and the gc retention period."""
     v.known(body, "lifecycle", {"confidence_half_life_days", "confidence_floor", "confidence_initial",
                                 "gc_retention_days"})
     d = ConfidencePolicy()

@@ -10,9 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-from memwatch_overlay.overlay.lease import LeaseLost, Leases
-from memwatch_overlay.overlay.store import OverlayStore
-from memwatch_overlay.overlay.sync import SyncEngine
+from memwatch_overlay.overlay.store.leases import LeaseLost, Leases
+from memwatch_overlay.overlay.store.database import OverlayStore
+from memwatch_overlay.overlay.engine.sync import SyncEngine
 from memwatch_overlay.rules.config import load_config
 
 

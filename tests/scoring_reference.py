@@ -1,6 +1,6 @@
 """Reference implementations for the equality tests of the sync's hot path.
 
-What overlay/scoring.py, overlay/sync.py and connectors/tabular.py computed before their
+What overlay/engine/scoring.py, overlay/engine/sync.py and connectors/tabular.py computed before their
 hot paths were rewritten (main at bf0e46d), written out plainly: the design's formula,
 score_fact calling freshness() / days_until_below() / label_for() one by one with builtin
 round(), confidence, the fact row of a record, its content hash, key and ref, and the
@@ -15,8 +15,8 @@ from typing import Any
 
 from memwatch_overlay.connectors.base import Record
 from memwatch_overlay.connectors.paths import get_path
-from memwatch_overlay.overlay.scoring import DAY, Thresholds
-from memwatch_overlay.overlay.timeparse import parse_timestamp
+from memwatch_overlay.overlay.engine.scoring import DAY, Thresholds
+from memwatch_overlay.core.timeparse import parse_timestamp
 
 CEILING = 0.99
 
@@ -110,7 +110,7 @@ def same(a, b) -> bool:
     return tuple(a) == tuple(b) and repr(tuple(a)) == repr(tuple(b))
 
 
-# -- overlay/sync.py ------------------------------------------------------------------------
+# -- overlay/engine/sync.py ------------------------------------------------------------------------
 LIVE_STATUSES = ("active", "contradicted")
 
 

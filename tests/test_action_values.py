@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from memwatch_overlay.overlay.actionvalues import TimeValue, check, render
-from memwatch_overlay.overlay.errors import ConfigError
-from memwatch_overlay.overlay.timeparse import format_like, parse_as_of
+from memwatch_overlay.rules.action_values import TimeValue, check, render
+from memwatch_overlay.core.errors import ConfigError
+from memwatch_overlay.core.timeparse import format_like, parse_as_of
 from memwatch_overlay.rules.config import parse_config
 
 NOW = parse_as_of("2026-11-29T16:00:00.25")

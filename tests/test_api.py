@@ -4,8 +4,8 @@ import json
 import pytest
 
 from memwatch_overlay import MemWatch, TTLConfig
-from memwatch_overlay.overlay.errors import ConfigError
-from memwatch_overlay.overlay.scoring import DAY
+from memwatch_overlay.core.errors import ConfigError
+from memwatch_overlay.overlay.engine.scoring import DAY
 from storegen import run
 
 T0 = 1_780_000_000.0   # 2026-05-28

@@ -5,10 +5,10 @@ import shutil
 import pytest
 
 from memwatch_overlay import MemWatch
-from memwatch_overlay.overlay import maintenance
-from memwatch_overlay.overlay.backup import export_file, import_file
-from memwatch_overlay.overlay.errors import ConfigError, OverlayError
-from memwatch_overlay.overlay.store import SCHEMA_VERSION, OverlayStore
+from memwatch_overlay.overlay.engine import maintenance
+from memwatch_overlay.overlay.store.backup import export_file, import_file
+from memwatch_overlay.core.errors import ConfigError, OverlayError
+from memwatch_overlay.overlay.store.database import SCHEMA_VERSION, OverlayStore
 from conftest import AGENT_STORES
 from storegen import run
 

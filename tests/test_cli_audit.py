@@ -178,7 +178,7 @@ def test_bad_as_of(example):
 
 
 def test_every_command_has_help():
-    from memwatch_overlay.overlay.cli import main
+    from memwatch_overlay.overlay.cli.main import main
     for name, command in main.commands.items():
         assert command.help, f"{name} has no help"
         assert run(name, "--help").returncode == 0

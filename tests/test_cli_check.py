@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from memwatch_overlay.overlay.audit import audit
-from memwatch_overlay.overlay.check import check_text
-from memwatch_overlay.overlay.timeparse import parse_timestamp
+from memwatch_overlay.overlay.engine.audit import audit
+from memwatch_overlay.overlay.engine.check import check_text
+from memwatch_overlay.core.timeparse import parse_timestamp
 
 EXE = Path(sys.executable).with_name("memwatch-overlay")
 AS_OF = "2026-11-29T15:57:40Z"

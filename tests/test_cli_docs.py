@@ -1,8 +1,8 @@
 """docs/cli.md is the commands' own help, regenerated; every command is in it."""
 from pathlib import Path
 
-from memwatch_overlay.overlay import clidoc
-from memwatch_overlay.overlay.cli import main
+from memwatch_overlay.overlay.cli import docs as clidoc
+from memwatch_overlay.overlay.cli.main import main
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
 
@@ -15,4 +15,4 @@ def test_every_command_is_documented():
 
 def test_reference_is_up_to_date():
     assert DOC.read_text() == clidoc.render(), \
-        "docs/cli.md is stale: python -m memwatch_overlay.overlay.clidoc > docs/cli.md"
+        "docs/cli.md is stale: python -m memwatch_overlay.overlay.cli.docs > docs/cli.md"

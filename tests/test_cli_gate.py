@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from memwatch_overlay.overlay.store import OverlayStore
+from memwatch_overlay.overlay.store.database import OverlayStore
 from storegen import AS_OF, make_store, run, write_config
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memwatch_overlay.overlay.init_config import init_config, strip_password
-from memwatch_overlay.overlay.errors import ConfigError
+from memwatch_overlay.overlay.engine.init_config import init_config, strip_password
+from memwatch_overlay.core.errors import ConfigError
 from memwatch_overlay.rules.config import load_config
 
 EXE = Path(sys.executable).with_name("memwatch-overlay")

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from memwatch_overlay.overlay.errors import ConfigError, RuleError
+from memwatch_overlay.core.errors import ConfigError, RuleError
 from memwatch_overlay.rules.config import load_config, parse_config
 from memwatch_overlay.rules.categorize import Categorizer
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from memwatch_overlay.overlay.errors import ConfigError
+from memwatch_overlay.core.errors import ConfigError
 from memwatch_overlay.rules.config import DaemonConfig, load_config, parse_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,7 +57,7 @@ def test_cli_reports_a_bad_daemon_key_with_exit_2(tmp_path):
     conf = tmp_path / "m.toml"
     conf.write_text('[daemon]\nrescore_seconds = "soon"\n[[sources]]\nname = "b"\nconnector = "sqlite"\n'
                     'path = "b.db"\ntable = "t"\ntext = "v"\n')
-    out = subprocess.run([sys.executable, "-m", "memwatch_overlay.overlay.cli", "daemon", "--config", str(conf)],
+    out = subprocess.run([sys.executable, "-m", "memwatch_overlay", "daemon", "--config", str(conf)],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2
     assert out.stderr.startswith("Error: ") and "daemon.rescore_seconds" in out.stderr

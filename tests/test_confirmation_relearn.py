@@ -2,8 +2,8 @@
 restarts from the newer one's time (issue 5a), and judging the pair again changes nothing."""
 import sqlite3
 
-from memwatch_overlay.overlay.audit import audit
-from memwatch_overlay.overlay.timeparse import parse_as_of
+from memwatch_overlay.overlay.engine.audit import audit
+from memwatch_overlay.core.timeparse import parse_as_of
 from memwatch_overlay.rules.config import load_config
 
 AS_OF = "2026-11-29"

@@ -9,10 +9,10 @@ import pytest
 
 from memwatch_overlay.connectors.json_file import JsonConnector, describe_file, json_format
 from memwatch_overlay.connectors.registry import make_connector
-from memwatch_overlay.overlay.errors import ConnectorError
-from memwatch_overlay.overlay.store import OverlayStore
-from memwatch_overlay.overlay.sync import SyncEngine
-from memwatch_overlay.overlay.timeparse import parse_timestamp
+from memwatch_overlay.core.errors import ConnectorError
+from memwatch_overlay.overlay.store.database import OverlayStore
+from memwatch_overlay.overlay.engine.sync import SyncEngine
+from memwatch_overlay.core.timeparse import parse_timestamp
 from memwatch_overlay.rules.config import Config, SourceConfig, load_config
 
 EXE = Path(sys.executable).with_name("memwatch-overlay")

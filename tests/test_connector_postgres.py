@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from conftest import PgDatabases, pg_url
 
-from memwatch_overlay.connectors.detect import detect
+from memwatch_overlay.connectors.recognize import detect
 from memwatch_overlay.connectors.registry import make_connector
-from memwatch_overlay.overlay.errors import ConnectorError
-from memwatch_overlay.overlay.timeparse import parse_timestamp
+from memwatch_overlay.core.errors import ConnectorError
+from memwatch_overlay.core.timeparse import parse_timestamp
 from memwatch_overlay.rules.config import SourceConfig
 
 pytestmark = pytest.mark.postgres
@@ -471,8 +471,8 @@ def make_ref_of(pk, records):
 
 
 def test_deletion_pass_on_postgres_reads_keys_and_fetches_what_it_lacks(new_db, tmp_path):
-    from memwatch_overlay.overlay.store import OverlayStore
-    from memwatch_overlay.overlay.sync import SyncEngine
+    from memwatch_overlay.overlay.store.database import OverlayStore
+    from memwatch_overlay.overlay.engine.sync import SyncEngine
     from memwatch_overlay.rules.config import Config
 
     dsn = new_db("pgdelpass")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from memwatch_overlay.overlay.contradictions import Contradiction, Detector, FactView
+from memwatch_overlay.overlay.detect.detector import Contradiction, Detector, FactView
 
 from contradiction_cases import PARAPHRASES
 

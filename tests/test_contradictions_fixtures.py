@@ -6,7 +6,7 @@ from datetime import datetime
 
 import pytest
 
-from memwatch_overlay.overlay.contradictions import Detector, FactView
+from memwatch_overlay.overlay.detect.detector import Detector, FactView
 
 from conftest import load_manifest
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from memwatch_overlay.overlay.daemon import Daemon, SyncEvent
-from memwatch_overlay.overlay.errors import ConfigError
-from memwatch_overlay.overlay.scoring import DAY
+from memwatch_overlay.overlay.daemon.loop import Daemon, SyncEvent
+from memwatch_overlay.core.errors import ConfigError
+from memwatch_overlay.overlay.engine.scoring import DAY
 from memwatch_overlay.rules.config import parse_config
 
 T0 = "2026-01-01 00:00:00"
@@ -270,7 +270,7 @@ def test_lifecycle_is_idempotent(tmp_path, log):
 
 
 def test_status_reports_a_live_daemon_and_small_lag(tmp_path, log):
-    from memwatch_overlay.overlay.maintenance import source_status
+    from memwatch_overlay.overlay.engine.maintenance import source_status
     db = tmp_path / "bot.db"
     make_db(db)
     cfg = config(tmp_path, source("bot", db, poll_seconds=0.05), heartbeat_seconds=0.1)

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from memwatch_overlay.overlay.lease import lock_key
-from memwatch_overlay.overlay.maintenance import source_status
-from memwatch_overlay.overlay.store import OverlayStore
+from memwatch_overlay.overlay.store.leases import lock_key
+from memwatch_overlay.overlay.engine.maintenance import source_status
+from memwatch_overlay.overlay.store.database import OverlayStore
 from test_daemon_process import console_script
 
 SOURCES = ["bot1", "bot2", "bot3", "bot4"]

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from memwatch_overlay.overlay.daemon import Daemon
+from memwatch_overlay.overlay.daemon.loop import Daemon
 from memwatch_overlay.rules.config import parse_config
 
 pytestmark = pytest.mark.postgres

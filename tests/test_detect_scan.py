@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from memwatch_overlay.overlay import detect_changed as dc
-from memwatch_overlay.overlay.audit import audit
-from memwatch_overlay.overlay.contradictions import Detector
-from memwatch_overlay.overlay.output import write_json
-from memwatch_overlay.overlay.store import OverlayStore
-from memwatch_overlay.overlay.sync import SyncEngine
+from memwatch_overlay.overlay.detect import blocks as dc
+from memwatch_overlay.overlay.engine.audit import audit
+from memwatch_overlay.overlay.detect.detector import Detector
+from memwatch_overlay.overlay.output.tables import write_json
+from memwatch_overlay.overlay.store.database import OverlayStore
+from memwatch_overlay.overlay.engine.sync import SyncEngine
 from memwatch_overlay.rules.config import load_config
 
 from storegen import write_config

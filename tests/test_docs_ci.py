@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from memwatch_overlay.overlay.cli import main
+from memwatch_overlay.overlay.cli.main import main
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 FILES = ["ci.md", "pre-commit.md", "github-actions.yml", "contradictions.md", "writeback.md", "daemon.md"]

@@ -9,10 +9,14 @@ pytestmark = pytest.mark.embeddings
 
 st = pytest.importorskip("sentence_transformers", reason="the [embeddings] extra is not installed")
 
-from memwatch_overlay.overlay.contradictions import Detector, FactView  # noqa: E402
-from memwatch_overlay.overlay.embeddings import (DEFAULT_MODEL_NAME, Embedder, VectorCache,  # noqa: E402
-                                                 default_model_path)
-from memwatch_overlay.overlay.store import OverlayStore  # noqa: E402
+from memwatch_overlay.overlay.detect.detector import Detector, FactView  # noqa: E402
+from memwatch_overlay.overlay.detect.embeddings import (
+    DEFAULT_MODEL_NAME,
+    Embedder,
+    VectorCache,
+    default_model_path,
+)
+from memwatch_overlay.overlay.store.database import OverlayStore  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -106,8 +110,8 @@ def test_semantic_layer_extends_cues_beyond_shared_words(embedder):
 def test_sync_keeps_vectors_in_the_overlay_and_reembeds_after_a_model_change(tmp_path, embedder):
     import sqlite3
 
-    from memwatch_overlay.overlay.sync import SyncEngine
-    from memwatch_overlay.overlay.timeparse import parse_timestamp
+    from memwatch_overlay.overlay.engine.sync import SyncEngine
+    from memwatch_overlay.core.timeparse import parse_timestamp
     from memwatch_overlay.rules.config import load_config
     from storegen import write_config
 
@@ -144,9 +148,9 @@ def test_a_sync_embeds_many_blocks_in_few_model_calls_and_finds_the_same(tmp_pat
     import shutil
     import sqlite3
 
-    from memwatch_overlay.overlay import detect_changed
-    from memwatch_overlay.overlay.sync import SyncEngine
-    from memwatch_overlay.overlay.timeparse import parse_timestamp
+    from memwatch_overlay.overlay.detect import blocks as detect_changed
+    from memwatch_overlay.overlay.engine.sync import SyncEngine
+    from memwatch_overlay.core.timeparse import parse_timestamp
     from memwatch_overlay.rules.config import load_config
     from storegen import write_config
 

@@ -1,7 +1,7 @@
 """GitHub Actions workflow-command annotations."""
 import io
 
-from memwatch_overlay.overlay.formats import github
+from memwatch_overlay.overlay.output.formats import github
 from reportgen import OnePass, make_facts, make_report, problem_kinds
 
 

@@ -3,7 +3,7 @@ import io
 import re
 from collections import Counter
 
-from memwatch_overlay.overlay.formats import html
+from memwatch_overlay.overlay.output.formats import html
 from htmlread import Page
 from reportgen import OnePass, make_facts, make_report
 

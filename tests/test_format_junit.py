@@ -4,7 +4,7 @@ from xml.etree import ElementTree as ET
 
 import junitparser
 
-from memwatch_overlay.overlay.formats import junit
+from memwatch_overlay.overlay.output.formats import junit
 from reportgen import OnePass, make_facts, make_report, problem_kinds
 
 

@@ -1,7 +1,7 @@
 """Markdown renderer and the GitHub job-summary writer."""
 import io
 
-from memwatch_overlay.overlay.formats import markdown
+from memwatch_overlay.overlay.output.formats import markdown
 from reportgen import OnePass, make_facts, make_report
 
 

@@ -5,8 +5,8 @@ import tracemalloc
 
 import pytest
 
-from memwatch_overlay.overlay.formats import RENDERERS, render
-from memwatch_overlay.overlay.formats.digest import Digest
+from memwatch_overlay.overlay.output.formats import RENDERERS, render
+from memwatch_overlay.overlay.output.formats.digest import Digest
 from reportgen import label_of
 
 

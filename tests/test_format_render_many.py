@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from memwatch_overlay.overlay.formats import RENDERERS, render, render_many
+from memwatch_overlay.overlay.output.formats import RENDERERS, render, render_many
 from reportgen import OnePass, make_facts, make_report
 
 

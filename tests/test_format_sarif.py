@@ -5,7 +5,7 @@ import json
 import jsonschema
 import pytest
 
-from memwatch_overlay.overlay.formats import sarif
+from memwatch_overlay.overlay.output.formats import sarif
 from reportgen import OnePass, make_facts, make_report, problem_kinds, sarif_schema
 
 SCHEMA = sarif_schema()

@@ -1,8 +1,8 @@
 """The gate's thresholds: overall, per category and per source, and their validation."""
 import pytest
 
-from memwatch_overlay.overlay import gate
-from memwatch_overlay.overlay.errors import ConfigError
+from memwatch_overlay.overlay.engine import gate
+from memwatch_overlay.core.errors import ConfigError
 from memwatch_overlay.rules.config import parse_config
 
 SUMMARY = {"total": 40, "fresh": 20, "aging": 8, "stale": 7, "expired": 5, "contradicted": 3,

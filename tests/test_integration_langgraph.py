@@ -5,7 +5,7 @@ import sqlite3
 
 import pytest
 
-from memwatch_overlay.overlay.scoring import DAY
+from memwatch_overlay.overlay.engine.scoring import DAY
 from storegen import run
 
 pytestmark = pytest.mark.langgraph     # under CI=true a skip (langgraph missing) fails the run

@@ -7,8 +7,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from memwatch_overlay.overlay.contradictions import Detector, FactView
-from memwatch_overlay.overlay.judge import Judge
+from memwatch_overlay.overlay.detect.detector import Detector, FactView
+from memwatch_overlay.overlay.detect.judge import Judge
 
 
 class _Critic(BaseHTTPRequestHandler):

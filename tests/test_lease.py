@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from memwatch_overlay.overlay.errors import ConfigError
-from memwatch_overlay.overlay.lease import LeaseLost, Leases, lock_key
-from memwatch_overlay.overlay.maintenance import source_status
-from memwatch_overlay.overlay.store import OverlayStore
-from memwatch_overlay.overlay.sync import SyncEngine
+from memwatch_overlay.core.errors import ConfigError
+from memwatch_overlay.overlay.store.leases import LeaseLost, Leases, lock_key
+from memwatch_overlay.overlay.engine.maintenance import source_status
+from memwatch_overlay.overlay.store.database import OverlayStore
+from memwatch_overlay.overlay.engine.sync import SyncEngine
 from memwatch_overlay.rules.config import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -208,7 +208,7 @@ def test_lease_errors_hide_the_password(pg_server_dsn):
     from psycopg import conninfo
 
     from conftest import pg_url
-    from memwatch_overlay.overlay.errors import OverlayError
+    from memwatch_overlay.core.errors import OverlayError
     dsn = pg_url({**conninfo.conninfo_to_dict(pg_server_dsn), "password": "pw-s3cret"}, "memwatch_none_x")
     with pytest.raises(OverlayError) as info:
         Leases(dsn, owner="x")

@@ -3,12 +3,12 @@ import sqlite3
 
 import pytest
 
-from memwatch_overlay.overlay import maintenance
-from memwatch_overlay.overlay.audit import audit
-from memwatch_overlay.overlay.errors import ConfigError
-from memwatch_overlay.overlay.scoring import DAY, ConfidencePolicy
-from memwatch_overlay.overlay.store import OverlayStore
-from memwatch_overlay.overlay.timeparse import parse_as_of, parse_timestamp
+from memwatch_overlay.overlay.engine import maintenance
+from memwatch_overlay.overlay.engine.audit import audit
+from memwatch_overlay.core.errors import ConfigError
+from memwatch_overlay.overlay.engine.scoring import DAY, ConfidencePolicy
+from memwatch_overlay.overlay.store.database import OverlayStore
+from memwatch_overlay.core.timeparse import parse_as_of, parse_timestamp
 from memwatch_overlay.rules.config import load_config, parse_config
 from storegen import AS_OF, make_store, run, write_config
 

@@ -5,7 +5,7 @@ import shutil
 import pytest
 
 from memwatch_overlay import MemWatch
-from memwatch_overlay.overlay.store import OverlayStore
+from memwatch_overlay.overlay.store.database import OverlayStore
 from conftest import AGENT_STORES
 from storegen import EXE, run
 

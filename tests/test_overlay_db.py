@@ -4,8 +4,8 @@ import sqlite3
 
 import pytest
 
-from memwatch_overlay.overlay.overlay_db import ddl_to_postgres, is_dsn, to_postgres
-from memwatch_overlay.overlay.store import FACT_SELECT, MIGRATIONS, _split_sql
+from memwatch_overlay.overlay.store.postgres_dialect import ddl_to_postgres, is_dsn, to_postgres
+from memwatch_overlay.overlay.store.database import FACT_SELECT, MIGRATIONS, _split_sql
 
 
 def test_placeholders_and_null_safe_compare_outside_literals():
@@ -66,7 +66,7 @@ def test_annotation_times_round_like_sqlite(pg_server_dsn):
     """The Postgres annotations' `at` is the string SQLite's strftime gives, to the millisecond."""
     import psycopg
 
-    from memwatch_overlay.overlay.store import _PG_EPOCH_MS
+    from memwatch_overlay.overlay.store.database import _PG_EPOCH_MS
     rng = random.Random(7)
     values = [1764374400.0, 1764374400.0005, 1795972611.9996, 1702904078.7574868]
     values += [rng.uniform(1.6e9, 1.9e9) for _ in range(500)]

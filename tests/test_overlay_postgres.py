@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from memwatch_overlay.overlay import maintenance
-from memwatch_overlay.overlay.backup import export_overlay, import_overlay
-from memwatch_overlay.overlay.audit import audit, open_overlay, overlay_report
-from memwatch_overlay.overlay.errors import OverlayError
-from memwatch_overlay.overlay.store import SCHEMA_VERSION, OverlayStore
-from memwatch_overlay.overlay.timeparse import parse_as_of
+from memwatch_overlay.overlay.engine import maintenance
+from memwatch_overlay.overlay.store.backup import export_overlay, import_overlay
+from memwatch_overlay.overlay.engine.audit import audit, open_overlay, overlay_report
+from memwatch_overlay.core.errors import OverlayError
+from memwatch_overlay.overlay.store.database import SCHEMA_VERSION, OverlayStore
+from memwatch_overlay.core.timeparse import parse_as_of
 from memwatch_overlay.rules.config import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -229,8 +229,8 @@ def test_writeback_annotations_and_undo_alike(tmp_path, pg_overlay):
     """Plan/apply/undo keep their log in the overlay; annotations come back through the fact SELECT."""
     from wb_support import TYPED_SOURCE, make_typed_store, snapshot
 
-    from memwatch_overlay.overlay.actionlog import ActionLog
-    from memwatch_overlay.overlay.writeback import apply_plan, plan_actions, undo_actions
+    from memwatch_overlay.overlay.store.actions import ActionLog
+    from memwatch_overlay.overlay.writeback.engine import apply_plan, plan_actions, undo_actions
 
     outcomes = []
     for name, overlay in (("sqlite", 'path = ".memwatch/overlay.db"'), ("pg", f'dsn = "{pg_overlay()}"')):
@@ -258,9 +258,9 @@ def test_writeback_annotations_and_undo_alike(tmp_path, pg_overlay):
 
 def test_api_search_check_and_export_import_alike(tmp_path, pg_overlay):
     from memwatch_overlay.overlay.api import MemWatch
-    from memwatch_overlay.overlay.backup import export_overlay, import_overlay
-    from memwatch_overlay.overlay.check import check_text
-    from memwatch_overlay.overlay.search import run_search
+    from memwatch_overlay.overlay.store.backup import export_overlay, import_overlay
+    from memwatch_overlay.overlay.engine.check import check_text
+    from memwatch_overlay.overlay.engine.search import run_search
     import io
 
     results = []
@@ -355,7 +355,7 @@ class _CountingEmbedder:
 @pytest.mark.embeddings
 def test_fact_vectors_round_trip_alike(both):
     pytest.importorskip("numpy", reason="numpy comes with the [embeddings] extra")
-    from memwatch_overlay.overlay.embeddings import VectorCache
+    from memwatch_overlay.overlay.detect.embeddings import VectorCache
     outcomes = []
     for cfg in both:
         audit(config=cfg, as_of=AS_OF).close()

@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from memwatch_overlay.overlay import maintenance
-from memwatch_overlay.overlay.audit import audit, overlay_report
-from memwatch_overlay.overlay.errors import OverlayError
-from memwatch_overlay.overlay.store import SCHEMA_VERSION, OverlayStore
-from memwatch_overlay.overlay.timeparse import parse_as_of
+from memwatch_overlay.overlay.engine import maintenance
+from memwatch_overlay.overlay.engine.audit import audit, overlay_report
+from memwatch_overlay.core.errors import OverlayError
+from memwatch_overlay.overlay.store.database import SCHEMA_VERSION, OverlayStore
+from memwatch_overlay.core.timeparse import parse_as_of
 from memwatch_overlay.rules.config import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,7 +78,7 @@ def test_refresh_restarts_freshness_and_forget_hides(cfg):
 
 def test_refresh_unknown_ref_is_an_error(cfg):
     audit(config=cfg, as_of=AS_OF).close()
-    from memwatch_overlay.overlay.errors import ConfigError
+    from memwatch_overlay.core.errors import ConfigError
     with pytest.raises(ConfigError, match="no fact"):
         maintenance.refresh(cfg, None, ["bot:agent_facts:999"])
 

@@ -1,8 +1,14 @@
 """Dotted paths and record-relative paths (the syntax docs/json-sources.md documents)."""
 import pytest
 
-from memwatch_overlay.connectors.paths import (chain_of, iter_path_with_trail, parse_path,
-                                               parse_record_path, resolve_record_path, trail_to_path)
+from memwatch_overlay.connectors.paths import (
+    chain_of,
+    iter_path_with_trail,
+    parse_path,
+    parse_record_path,
+    resolve_record_path,
+    trail_to_path,
+)
 
 
 @pytest.mark.parametrize("path, parts", [

@@ -6,7 +6,7 @@ SCRIPT = """
 import sys
 sys.modules["psycopg"] = None          # as if the extra were not installed
 sys.argv = ["memwatch-overlay", "audit", "postgresql://bot:s3cret@127.0.0.1:1/agent"]
-from memwatch_overlay.overlay.cli import main
+from memwatch_overlay.overlay.cli.main import main
 main()
 """
 

@@ -10,10 +10,10 @@ import time
 import pytest
 
 from memwatch_overlay.connectors.base import STATUS_DELETED
-from memwatch_overlay.connectors.detect import detect, source_from_detection
+from memwatch_overlay.connectors.recognize import detect, source_from_detection
 from memwatch_overlay.connectors.registry import make_connector
-from memwatch_overlay.overlay.store import OverlayStore
-from memwatch_overlay.overlay.sync import SyncEngine
+from memwatch_overlay.overlay.store.database import OverlayStore
+from memwatch_overlay.overlay.engine.sync import SyncEngine
 from memwatch_overlay.rules.config import Config
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from conftest import load_manifest
 
-from memwatch_overlay.connectors.detect import detect
+from memwatch_overlay.connectors.recognize import detect
 from memwatch_overlay.connectors.presets.mcp_memory import observation_id
-from memwatch_overlay.overlay.store import OverlayStore
-from memwatch_overlay.overlay.sync import SyncEngine
+from memwatch_overlay.overlay.store.database import OverlayStore
+from memwatch_overlay.overlay.engine.sync import SyncEngine
 from memwatch_overlay.rules.config import Config, SourceConfig
 
 EXE = Path(sys.executable).with_name("memwatch-overlay")

@@ -17,10 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from memwatch_overlay.connectors.detect import detect
-from memwatch_overlay.overlay.audit import audit
-from memwatch_overlay.overlay.scoring import DAY, DEFAULT_HALF_LIVES, CategoryPolicy, score_fact
-from memwatch_overlay.overlay.timeparse import parse_timestamp, to_iso
+from memwatch_overlay.connectors.recognize import detect
+from memwatch_overlay.overlay.engine.audit import audit
+from memwatch_overlay.overlay.engine.scoring import (
+    DAY,
+    DEFAULT_HALF_LIVES,
+    CategoryPolicy,
+    score_fact,
+)
+from memwatch_overlay.core.timeparse import parse_timestamp, to_iso
 
 AGENT_STORES = Path(__file__).parent / "fixtures" / "agent-stores"
 

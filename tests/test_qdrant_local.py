@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 
 from memwatch_overlay.connectors.presets.qdrant_local import (
-    Inert, QdrantPayloads, find_storages, point_keys, point_payload, safe_loads)
+    Inert,
+    QdrantPayloads,
+    find_storages,
+    point_keys,
+    point_payload,
+    safe_loads,
+)
 
 AGENT_STORES = Path(__file__).parent / "fixtures" / "agent-stores"
 

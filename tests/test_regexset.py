@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from memwatch_overlay.connectors.registry import make_connector
-from memwatch_overlay.overlay.audit import resolve_sources
-from memwatch_overlay.overlay.scoring import DEFAULT_CATEGORY
+from memwatch_overlay.overlay.engine.audit import resolve_sources
+from memwatch_overlay.overlay.engine.scoring import DEFAULT_CATEGORY
 from memwatch_overlay.rules import regexset
 from memwatch_overlay.rules.categorize import Categorizer, default_rules
 from memwatch_overlay.rules.config import parse_config

@@ -10,10 +10,10 @@ from __future__ import annotations
 import io
 import sqlite3
 
-from memwatch_overlay.overlay.audit import audit
-from memwatch_overlay.overlay.formats import render_many
-from memwatch_overlay.overlay.reports import Contradictions, contract
-from memwatch_overlay.overlay.timeparse import parse_timestamp
+from memwatch_overlay.overlay.engine.audit import audit
+from memwatch_overlay.overlay.output.formats import render_many
+from memwatch_overlay.overlay.output.publish import Contradictions, contract
+from memwatch_overlay.core.timeparse import parse_timestamp
 from memwatch_overlay.rules.config import load_config
 from storegen import write_config
 

@@ -1,8 +1,8 @@
 """The audit report's facts and contradictions are exactly what the overlay holds.
 
 The report reads facts through one query with guarded per-fact subqueries and builds
-the JSON with shortcuts (overlay/store.py REPORT_COLUMNS, overlay/audit.py fact_dicts,
-overlay/jsontext.py). Here the expected report is computed independently, from plain
+the JSON with shortcuts (overlay/store/database.py REPORT_COLUMNS, overlay/engine/audit.py fact_dicts,
+memwatch_overlay/core/fastjson.py). Here the expected report is computed independently, from plain
 SELECTs of the facts, contradictions and actions tables, for an overlay holding
 contradictions (some of whose newer sides were deleted), annotations (several on one
 fact, undone ones, ones made on content that has since changed) and a forgotten fact:
@@ -20,12 +20,18 @@ from collections import defaultdict
 
 import pytest
 
-from memwatch_overlay.overlay import jsontext
-from memwatch_overlay.overlay.audit import _IsoTexts, audit, fact_dict, open_overlay, overlay_report
-from memwatch_overlay.overlay.maintenance import forget
-from memwatch_overlay.overlay.output import write_json
-from memwatch_overlay.overlay.timeparse import parse_as_of, to_iso
-from memwatch_overlay.overlay.writeback import apply_plan, plan_actions, undo_actions
+from memwatch_overlay.core import fastjson as jsontext
+from memwatch_overlay.overlay.engine.audit import (
+    _IsoTexts,
+    audit,
+    fact_dict,
+    open_overlay,
+    overlay_report,
+)
+from memwatch_overlay.overlay.engine.maintenance import forget
+from memwatch_overlay.overlay.output.tables import write_json
+from memwatch_overlay.core.timeparse import parse_as_of, to_iso
+from memwatch_overlay.overlay.writeback.engine import apply_plan, plan_actions, undo_actions
 from memwatch_overlay.rules.config import load_config
 
 FIRST = parse_as_of("2026-11-29T12:00:00")

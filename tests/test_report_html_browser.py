@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memwatch_overlay.overlay.formats import html, svg
+from memwatch_overlay.overlay.output.formats import html, svg
 from htmlread import Page
 from pngutil import colour_counts
 from reportgen import make_facts, make_report

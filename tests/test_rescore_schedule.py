@@ -11,10 +11,10 @@ import sqlite3
 
 import pytest
 
-from memwatch_overlay.overlay.scoring import DAY, CategoryPolicy, Thresholds, score_fact
-from memwatch_overlay.overlay.store import DUE_WHERE, MIGRATIONS, OverlayStore
-from memwatch_overlay.overlay.sync import SyncEngine
-from memwatch_overlay.overlay.timeparse import parse_as_of, to_iso
+from memwatch_overlay.overlay.engine.scoring import DAY, CategoryPolicy, Thresholds, score_fact
+from memwatch_overlay.overlay.store.database import DUE_WHERE, MIGRATIONS, OverlayStore
+from memwatch_overlay.overlay.engine.sync import SyncEngine
+from memwatch_overlay.core.timeparse import parse_as_of, to_iso
 from memwatch_overlay.rules.config import parse_config
 
 AS_OF = parse_as_of("2026-01-01")

@@ -3,8 +3,8 @@ import math
 
 import pytest
 
-from memwatch_overlay.overlay import scoring
-from memwatch_overlay.overlay.scoring import CategoryPolicy, Thresholds, score_fact
+from memwatch_overlay.overlay.engine import scoring
+from memwatch_overlay.overlay.engine.scoring import CategoryPolicy, Thresholds, score_fact
 
 DAY = 86400.0
 NOW = 1_800_000_000.0

@@ -2,9 +2,16 @@
 with the standalone freshness() / days_until_below() it inlines, and labels with label_for."""
 import random
 
-from memwatch_overlay.overlay.scoring import (DAY, CategoryPolicy, Thresholds, days_until_below, freshness,
-                                              label_for, score_fact)
-from memwatch_overlay.overlay.timeparse import parse_as_of
+from memwatch_overlay.overlay.engine.scoring import (
+    DAY,
+    CategoryPolicy,
+    Thresholds,
+    days_until_below,
+    freshness,
+    label_for,
+    score_fact,
+)
+from memwatch_overlay.core.timeparse import parse_as_of
 
 AS_OF = parse_as_of("2026-06-01")
 

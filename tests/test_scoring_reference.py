@@ -1,6 +1,6 @@
 """The fast score_fact against a plain transcription of the formula, bit for bit.
 
-tests/scoring_reference.py holds `reference_score`, overlay/scoring.py's score_fact as it
+tests/scoring_reference.py holds `reference_score`, overlay/engine/scoring.py's score_fact as it
 was before the hot-path rewrite (freshness(), days_until_below(), label_for(),
 ConfidencePolicy.confidence() called one by one, builtin round()), and `design_freshness`,
 the design's formula written out. Every Score field must be equal and of the same type:
@@ -14,10 +14,17 @@ import random
 
 import pytest
 
-from memwatch_overlay.overlay import scoring
-from memwatch_overlay.overlay.scoring import (DAY, DEFAULT_HALF_LIVES, CategoryPolicy, ConfidencePolicy, Score,
-                                              Thresholds, score_fact)
-from memwatch_overlay.overlay.timeparse import parse_as_of
+from memwatch_overlay.overlay.engine import scoring
+from memwatch_overlay.overlay.engine.scoring import (
+    DAY,
+    DEFAULT_HALF_LIVES,
+    CategoryPolicy,
+    ConfidencePolicy,
+    Score,
+    Thresholds,
+    score_fact,
+)
+from memwatch_overlay.core.timeparse import parse_as_of
 from scoring_reference import (design_freshness, ref_confidence, ref_days_until_below, ref_decay_factor, ref_label,
                                reference_score, same)
 

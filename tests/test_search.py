@@ -5,8 +5,8 @@ import shutil
 import pytest
 
 from memwatch_overlay import MemWatch
-from memwatch_overlay.overlay.scoring import DAY
-from memwatch_overlay.overlay.search import terms
+from memwatch_overlay.overlay.engine.scoring import DAY
+from memwatch_overlay.overlay.engine.search import terms
 from conftest import AGENT_STORES
 from storegen import run
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from memwatch_overlay.overlay.contradictions import Detector
-from memwatch_overlay.overlay.prefilter import Prefilter, _trie_pattern
-from memwatch_overlay.overlay.slotpack import load_pack, required_literals
-from memwatch_overlay.overlay.slots import Extractor
-from memwatch_overlay.overlay.store import OverlayStore
-from memwatch_overlay.overlay.sync import SyncEngine
+from memwatch_overlay.overlay.detect.detector import Detector
+from memwatch_overlay.overlay.detect.prefilter import Prefilter, _trie_pattern
+from memwatch_overlay.overlay.detect.pack import load_pack, required_literals
+from memwatch_overlay.overlay.detect.slots import Extractor
+from memwatch_overlay.overlay.store.database import OverlayStore
+from memwatch_overlay.overlay.engine.sync import SyncEngine
 from memwatch_overlay.rules.config import load_config
 
 import contradiction_cases
@@ -196,7 +196,7 @@ def test_guards_are_searched_where_a_literal_check_could_miss_them():
     folding maps "ſ" to "s": a pack whose only negation is "no longer" must still see it."""
     import tomllib
     from importlib import resources
-    from memwatch_overlay.overlay.slotpack import compile_pack
+    from memwatch_overlay.overlay.detect.pack import compile_pack
 
     data = tomllib.loads(resources.files("memwatch_overlay.rules").joinpath("slots.toml").read_text("utf-8"))
     data["guards"]["negation"] = [r"\bno longer\b"]

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from memwatch_overlay.overlay.contradictions import Detector, FactView
-from memwatch_overlay.overlay.errors import ConfigError
-from memwatch_overlay.overlay.slotpack import compile_pack, load_pack
+from memwatch_overlay.overlay.detect.detector import Detector, FactView
+from memwatch_overlay.core.errors import ConfigError
+from memwatch_overlay.overlay.detect.pack import compile_pack, load_pack
 
 MINIMAL = """
 version = 1

@@ -2,7 +2,7 @@
 import pytest
 
 from memwatch_overlay.connectors import sqlguard
-from memwatch_overlay.overlay.errors import ReadOnlyViolation
+from memwatch_overlay.core.errors import ReadOnlyViolation
 
 
 @pytest.mark.parametrize("sql", [

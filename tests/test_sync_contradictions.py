@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from memwatch_overlay.overlay.audit import audit
-from memwatch_overlay.overlay.contradictions import Detector
-from memwatch_overlay.overlay.detect_changed import make_detector
-from memwatch_overlay.overlay.errors import ConfigError
-from memwatch_overlay.overlay.store import OverlayStore
-from memwatch_overlay.overlay.sync import SyncEngine
-from memwatch_overlay.overlay.timeparse import parse_timestamp
+from memwatch_overlay.overlay.engine.audit import audit
+from memwatch_overlay.overlay.detect.detector import Detector
+from memwatch_overlay.overlay.detect.blocks import make_detector
+from memwatch_overlay.core.errors import ConfigError
+from memwatch_overlay.overlay.store.database import OverlayStore
+from memwatch_overlay.overlay.engine.sync import SyncEngine
+from memwatch_overlay.core.timeparse import parse_timestamp
 from memwatch_overlay.rules.config import load_config, parse_config
 
 from storegen import write_config
@@ -213,8 +213,8 @@ def test_disabled_detector_finds_nothing(tmp_path):
 
 def test_block_index_loses_nothing_the_rules_would_find():
     """Candidates from the index find exactly what comparing every pair finds."""
-    from memwatch_overlay.overlay.contradictions import FactView
-    from memwatch_overlay.overlay.detect_changed import BlockIndex
+    from memwatch_overlay.overlay.detect.detector import FactView
+    from memwatch_overlay.overlay.detect.blocks import BlockIndex
 
     from contradiction_cases import PARAPHRASES
     texts = [t for old, _, new, _ in PARAPHRASES for t in (old, new)]

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from memwatch_overlay.connectors.registry import make_connector
-from memwatch_overlay.overlay.store import OverlayStore
-from memwatch_overlay.overlay.sync import SyncEngine, pk_json
+from memwatch_overlay.overlay.store.database import OverlayStore
+from memwatch_overlay.overlay.engine.sync import SyncEngine, pk_json
 from memwatch_overlay.rules.config import parse_config
 
 T0 = "2026-01-01 00:00:00"

@@ -18,14 +18,19 @@ from pathlib import Path
 import pytest
 
 from memwatch_overlay.connectors.base import Record
-from memwatch_overlay.connectors.detect import detect, source_from_detection
+from memwatch_overlay.connectors.recognize import detect, source_from_detection
 from memwatch_overlay.connectors.registry import make_connector
 from memwatch_overlay.connectors.tabular import RECORD_FIELDS, TableConnector
-from memwatch_overlay.overlay.audit import audit
-from memwatch_overlay.overlay.scoring import DAY, CategoryPolicy, ConfidencePolicy, Thresholds
-from memwatch_overlay.overlay.store import OverlayStore
-from memwatch_overlay.overlay.sync import SyncEngine, content_hash, pk_json
-from memwatch_overlay.overlay.timeparse import parse_timestamp
+from memwatch_overlay.overlay.engine.audit import audit
+from memwatch_overlay.overlay.engine.scoring import (
+    DAY,
+    CategoryPolicy,
+    ConfidencePolicy,
+    Thresholds,
+)
+from memwatch_overlay.overlay.store.database import OverlayStore
+from memwatch_overlay.overlay.engine.sync import SyncEngine, content_hash, pk_json
+from memwatch_overlay.core.timeparse import parse_timestamp
 from memwatch_overlay.rules.config import Config, SourceConfig
 from scoring_reference import (ref_content_hash, ref_engine_score, ref_fact_row, ref_next_change_at, ref_pk_json,
                                ref_row_to_record, ref_score_row, same)

@@ -2,7 +2,7 @@ import datetime as dt
 
 import pytest
 
-from memwatch_overlay.overlay.timeparse import format_like, parse_timestamp
+from memwatch_overlay.core.timeparse import format_like, parse_timestamp
 
 EPOCH = dt.datetime(2024, 11, 29, 13, 19, 39, tzinfo=dt.timezone.utc).timestamp()
 

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from memwatch_overlay.overlay.timeparse import parse_timestamp
+from memwatch_overlay.core.timeparse import parse_timestamp
 
 FORMATS = ["%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S.%f+00:00",
            "%Y-%m-%dT%H:%M:%S+05:30", "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%d", "%Y-%m-%dT%H:%M:%S.%f-08:00"]

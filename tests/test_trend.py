@@ -1,6 +1,6 @@
 """trend_of: which runs a trend follows, and the figures it derives."""
-from memwatch_overlay.overlay.store import OverlayStore
-from memwatch_overlay.overlay.trend import sparkline, trend_of
+from memwatch_overlay.overlay.store.database import OverlayStore
+from memwatch_overlay.overlay.output.trend import sparkline, trend_of
 
 
 def summary(total, stale, expired):

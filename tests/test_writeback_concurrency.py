@@ -14,10 +14,10 @@ import textwrap
 
 import pytest
 
-from memwatch_overlay.overlay.actionlog import ActionLog
-from memwatch_overlay.overlay.store import OverlayStore
-from memwatch_overlay.overlay.timeparse import parse_as_of
-from memwatch_overlay.overlay.writeback import apply_plan, plan_actions
+from memwatch_overlay.overlay.store.actions import ActionLog
+from memwatch_overlay.overlay.store.database import OverlayStore
+from memwatch_overlay.core.timeparse import parse_as_of
+from memwatch_overlay.overlay.writeback.engine import apply_plan, plan_actions
 from memwatch_overlay.rules.config import load_config
 from wb_support import AS_OF, OLD, write_config
 

@@ -10,9 +10,9 @@ import sqlite3
 
 import pytest
 
-from memwatch_overlay.overlay.errors import ConfigError, ConnectorError
-from memwatch_overlay.overlay.timeparse import parse_as_of
-from memwatch_overlay.overlay.writeback import apply_plan, plan_actions, undo_actions
+from memwatch_overlay.core.errors import ConfigError, ConnectorError
+from memwatch_overlay.core.timeparse import parse_as_of
+from memwatch_overlay.overlay.writeback.engine import apply_plan, plan_actions, undo_actions
 from memwatch_overlay.rules.config import load_config
 from wb_support import AS_OF, OLD, file_digest, snapshot, write_config
 

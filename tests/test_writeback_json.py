@@ -7,9 +7,9 @@ import shutil
 import pytest
 
 from memwatch_overlay.connectors import json_writer
-from memwatch_overlay.overlay.errors import ConfigError
-from memwatch_overlay.overlay.timeparse import parse_as_of
-from memwatch_overlay.overlay.writeback import apply_plan, plan_actions, undo_actions
+from memwatch_overlay.core.errors import ConfigError
+from memwatch_overlay.core.timeparse import parse_as_of
+from memwatch_overlay.overlay.writeback.engine import apply_plan, plan_actions, undo_actions
 from memwatch_overlay.rules.config import load_config
 from wb_support import AS_OF, HERE, OLD, write_config
 

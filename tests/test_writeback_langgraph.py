@@ -16,7 +16,7 @@ import time
 import pytest
 from langgraph.store.sqlite import SqliteStore
 
-from memwatch_overlay.overlay.timeparse import parse_timestamp
+from memwatch_overlay.core.timeparse import parse_timestamp
 from wb_support import LANGGRAPH_REFERENCE, copy_langgraph, file_digest, run_cli, snapshot, write_config
 
 LANGGRAPH_FORMAT = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}\+00:00")

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import shutil
 
-from memwatch_overlay.overlay.audit import audit
-from memwatch_overlay.overlay.timeparse import parse_as_of
-from memwatch_overlay.overlay.writeback import apply_plan, plan_actions, undo_actions
+from memwatch_overlay.overlay.engine.audit import audit
+from memwatch_overlay.core.timeparse import parse_as_of
+from memwatch_overlay.overlay.writeback.engine import apply_plan, plan_actions, undo_actions
 from memwatch_overlay.rules.config import load_config
 from wb_support import HERE, snapshot, write_config
 

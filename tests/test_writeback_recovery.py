@@ -12,16 +12,17 @@ import textwrap
 
 import pytest
 
-from memwatch_overlay.overlay.actionlog import ActionLog
-from memwatch_overlay.overlay.store import OverlayStore
-from memwatch_overlay.overlay.writeback import undo_actions
+from memwatch_overlay.overlay.store.actions import ActionLog
+from memwatch_overlay.overlay.store.database import OverlayStore
+from memwatch_overlay.overlay.writeback.engine import undo_actions
 from memwatch_overlay.rules.config import load_config
 from wb_support import AS_OF, TYPED_SOURCE, make_typed_store, snapshot, write_config
 
 CRASH = textwrap.dedent("""
     import os, sys
-    from memwatch_overlay.overlay import actionlog, writeback
-    from memwatch_overlay.overlay.timeparse import parse_as_of
+    from memwatch_overlay.overlay.store import actions as actionlog
+    from memwatch_overlay.overlay.writeback import engine as writeback
+    from memwatch_overlay.core.timeparse import parse_as_of
     from memwatch_overlay.rules.config import load_config
 
     config, mode, as_of = sys.argv[1:4]

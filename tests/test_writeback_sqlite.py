@@ -6,11 +6,11 @@ import sqlite3
 
 import pytest
 
-from memwatch_overlay.overlay.actionlog import ActionLog
-from memwatch_overlay.overlay.errors import ConfigError
-from memwatch_overlay.overlay.store import OverlayStore
-from memwatch_overlay.overlay.timeparse import parse_as_of
-from memwatch_overlay.overlay.writeback import apply_plan, plan_actions, undo_actions
+from memwatch_overlay.overlay.store.actions import ActionLog
+from memwatch_overlay.core.errors import ConfigError
+from memwatch_overlay.overlay.store.database import OverlayStore
+from memwatch_overlay.core.timeparse import parse_as_of
+from memwatch_overlay.overlay.writeback.engine import apply_plan, plan_actions, undo_actions
 from memwatch_overlay.rules.config import load_config
 from wb_support import AS_OF, TYPED_SOURCE, file_digest, make_typed_store, snapshot, write_config
 
@@ -232,7 +232,7 @@ def result_overlay(cfg):
 
 
 def test_annotations_stay_in_the_overlay_and_reach_the_audit_json(typed):
-    from memwatch_overlay.overlay.audit import audit
+    from memwatch_overlay.overlay.engine.audit import audit
     cfg = _config(typed, """
 [[actions]]
 when = "expired"

@@ -9,9 +9,9 @@ the subject stays None. Rows are only ever appended: rowid cursor.
 """
 from __future__ import annotations
 
-from ..base import Record
-from ..sqlite import SqliteConnector
-from . import Match, has_columns
+from memwatch_overlay.connectors.base import Record
+from memwatch_overlay.connectors.sqlite import SqliteConnector
+from memwatch_overlay.connectors.presets import Match, has_columns
 
 LTM_COLUMNS = {"id", "task_description", "metadata", "datetime", "score"}
 

@@ -5,8 +5,8 @@ memory" (`fact`, `memory`, `content`, `text`, …) and "this is when" (`created_
 """
 from __future__ import annotations
 
-from ..sqlite import SqliteConnector
-from . import Match
+from memwatch_overlay.connectors.sqlite import SqliteConnector
+from memwatch_overlay.connectors.presets import Match
 
 TEXT_NAMES = ("fact_value", "memory", "fact", "content", "text", "value", "note", "observation",
               "summary", "message", "body", "data")

@@ -7,9 +7,14 @@ from when it first saw them.
 """
 from __future__ import annotations
 
-from ..json_file import JsonConnector
-from . import Match
-from .generic import CREATED_NAMES, TEXT_NAMES, _pick, optional_fields
+from memwatch_overlay.connectors.json_file import JsonConnector
+from memwatch_overlay.connectors.presets import Match
+from memwatch_overlay.connectors.presets.generic import (
+    CREATED_NAMES,
+    TEXT_NAMES,
+    _pick,
+    optional_fields,
+)
 
 ID_NAMES = ("id", "uuid", "memory_id", "fact_id", "_id")
 

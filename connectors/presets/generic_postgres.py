@@ -4,8 +4,8 @@ Postgres has no rowid to fall back on, so only tables with a primary key qualify
 """
 from __future__ import annotations
 
-from ..postgres import PostgresConnector
-from .generic import GenericTable
+from memwatch_overlay.connectors.postgres import PostgresConnector
+from memwatch_overlay.connectors.presets.generic import GenericTable
 
 
 class GenericPostgres(PostgresConnector):

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 
-from ..base import Record
-from ..paths import maybe_json
-from ..sqlite import SqliteConnector
-from . import Match, has_columns
+from memwatch_overlay.connectors.base import Record
+from memwatch_overlay.connectors.paths import maybe_json
+from memwatch_overlay.connectors.sqlite import SqliteConnector
+from memwatch_overlay.connectors.presets import Match, has_columns
 
 TEXT_FIELDS = ("memory", "content", "text", "data", "fact", "value")
 

@@ -7,10 +7,10 @@ the subject are found as in the SQLite store (see presets/langgraph.py).
 """
 from __future__ import annotations
 
-from ..base import Record
-from ..postgres import PostgresConnector
-from . import Match
-from .langgraph import subject_from_prefix, text_from_value
+from memwatch_overlay.connectors.base import Record
+from memwatch_overlay.connectors.postgres import PostgresConnector
+from memwatch_overlay.connectors.presets import Match
+from memwatch_overlay.connectors.presets.langgraph import subject_from_prefix, text_from_value
 
 REQUIRED = {"prefix", "key", "value", "created_at", "updated_at"}
 

@@ -23,9 +23,9 @@ from __future__ import annotations
 import hashlib
 from typing import Iterator
 
-from ..base import Record
-from ..json_file import Document, JsonConnector
-from . import Match
+from memwatch_overlay.connectors.base import Record
+from memwatch_overlay.connectors.json_file import Document, JsonConnector
+from memwatch_overlay.connectors.presets import Match
 
 ENTITY_FIELDS = {"name", "entityType", "observations"}
 RELATION_FIELDS = {"from", "to", "relationType"}

@@ -30,13 +30,13 @@ from typing import Any, Iterator
 
 from sqlglot import exp
 
-from ...overlay.errors import ConnectorError
-from ...overlay.timeparse import parse_timestamp
-from .. import sqlguard
-from ..base import STATUS_DELETED, Record
-from ..sqlite import ROWID, SqliteConnector
-from . import Match, has_columns
-from .qdrant_local import QdrantPayloads, find_storages
+from memwatch_overlay.core.errors import ConnectorError
+from memwatch_overlay.core.timeparse import parse_timestamp
+from memwatch_overlay.connectors import sqlguard
+from memwatch_overlay.connectors.base import STATUS_DELETED, Record
+from memwatch_overlay.connectors.sqlite import ROWID, SqliteConnector
+from memwatch_overlay.connectors.presets import Match, has_columns
+from memwatch_overlay.connectors.presets.qdrant_local import QdrantPayloads, find_storages
 
 HISTORY_COLUMNS = ("id", "memory_id", "old_memory", "new_memory", "event", "created_at",
                    "updated_at", "is_deleted")

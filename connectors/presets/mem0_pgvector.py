@@ -9,9 +9,9 @@ of user_id, agent_id, run_id present.
 """
 from __future__ import annotations
 
-from ..base import Record
-from ..postgres import PostgresConnector
-from . import Match
+from memwatch_overlay.connectors.base import Record
+from memwatch_overlay.connectors.postgres import PostgresConnector
+from memwatch_overlay.connectors.presets import Match
 
 REQUIRED = {"id", "vector", "payload"}
 SUBJECT_KEYS = ("user_id", "agent_id", "run_id")

@@ -24,10 +24,10 @@ from typing import Iterator
 
 from sqlglot import exp
 
-from .. import sqlguard
-from ..base import Record
-from ..sqlite import SqliteConnector
-from . import Match, has_columns
+from memwatch_overlay.connectors import sqlguard
+from memwatch_overlay.connectors.base import Record
+from memwatch_overlay.connectors.sqlite import SqliteConnector
+from memwatch_overlay.connectors.presets import Match, has_columns
 
 RETIRED_PREFIX = "__retired__:"
 FACT_COLUMNS = {"id", "content", "created_at", "updated_at", "superseded_by"}

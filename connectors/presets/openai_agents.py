@@ -19,11 +19,11 @@ import re
 
 from sqlglot import exp
 
-from .. import sqlguard
-from ..base import Record
-from ..paths import maybe_json
-from ..sqlite import SqliteConnector
-from . import Match, columns_of
+from memwatch_overlay.connectors import sqlguard
+from memwatch_overlay.connectors.base import Record
+from memwatch_overlay.connectors.paths import maybe_json
+from memwatch_overlay.connectors.sqlite import SqliteConnector
+from memwatch_overlay.connectors.presets import Match, columns_of
 
 MESSAGE_COLUMNS = {"id", "session_id", "message_data", "created_at"}
 SESSION_COLUMNS = {"session_id", "created_at", "updated_at"}

@@ -19,7 +19,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..sqlite import open_readonly
+from memwatch_overlay.connectors.sqlite import open_readonly
 
 STORAGE_FILE = "storage.sqlite"
 # qdrant-client pickles the point id with the running Python's default protocol

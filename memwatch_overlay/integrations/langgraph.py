@@ -31,13 +31,13 @@ from typing import Any, Callable, Iterable
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchItem, SearchOp
 
-from ..connectors.base import Record, make_ref
-from ..connectors.presets.langgraph import subject_from_prefix, text_from_value
-from ..overlay.detect_changed import make_detector
-from ..overlay.native import sync_records
-from ..overlay.store import OverlayStore
-from ..overlay.sync import SyncEngine
-from ..rules.config import Config, SourceConfig, load_config
+from memwatch_overlay.connectors.base import Record, make_ref
+from memwatch_overlay.connectors.presets.langgraph import subject_from_prefix, text_from_value
+from memwatch_overlay.overlay.detect.blocks import make_detector
+from memwatch_overlay.overlay.engine.added_facts import sync_records
+from memwatch_overlay.overlay.store.database import OverlayStore
+from memwatch_overlay.overlay.engine.sync import SyncEngine
+from memwatch_overlay.rules.config import Config, SourceConfig, load_config
 
 SOURCE = "langgraph"
 TABLE = "store"

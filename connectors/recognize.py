@@ -1,0 +1,121 @@
+"""Which kind of store is TARGET, and which preset maps it (zero-config audit, `init`)."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memwatch_overlay.core.errors import ConnectorError
+from memwatch_overlay.core.redact import redact_dsn
+from memwatch_overlay.rules.config import SourceConfig
+from memwatch_overlay.connectors.base import TableInfo
+from memwatch_overlay.connectors.presets import Match
+from memwatch_overlay.connectors.registry import available_presets
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+# Heuristic presets: detection writes their mapping out in full instead of naming them.
+GENERIC_PRESETS = ("generic", "generic-json", "generic-postgres")
+
+
+@dataclass
+class Detection:
+    kind: str                      # sqlite | json | postgres
+    target: str
+    tables: list[TableInfo] = field(default_factory=list)
+    matches: list[Match] = field(default_factory=list)   # best first
+
+
+def kind_of(target: str) -> str:
+    """sqlite | json | postgres, from a DSN prefix, a file's header or its extension."""
+    if target.startswith(("postgresql://", "postgres://")):
+        return "postgres"
+    path = Path(target)
+    if not path.exists():
+        raise ConnectorError(f"{target}: no such file")
+    if path.is_dir():
+        raise ConnectorError(f"{target}: is a directory; give the store file (or a postgresql:// DSN)")
+    with open(path, "rb") as fh:
+        head = fh.read(len(SQLITE_MAGIC))
+    if head == SQLITE_MAGIC:
+        return "sqlite"
+    if path.suffix.lower() in (".json", ".jsonl", ".ndjson") or head.lstrip()[:1] in (b"{", b"["):
+        return "json"
+    if path.suffix.lower() in (".db", ".sqlite", ".sqlite3"):
+        raise ConnectorError(f"{target}: not a SQLite database (bad header)")
+    raise ConnectorError(f"{target}: not a SQLite, JSON or JSONL file")
+
+
+def detect(target: str) -> Detection:
+    """Describe TARGET and rank the presets that match it."""
+    kind = kind_of(target)
+    if kind == "sqlite":
+        from memwatch_overlay.connectors.sqlite import list_tables, open_readonly
+        conn = open_readonly(Path(target))
+        try:
+            tables = list_tables(conn)
+        finally:
+            conn.close()
+    elif kind == "json":
+        from memwatch_overlay.connectors.json_file import describe_file
+        tables = describe_file(Path(target))
+    else:
+        try:
+            from memwatch_overlay.connectors.postgres import describe_dsn
+        except ImportError:
+            raise ConnectorError(f"{redact_dsn(target)}: reading Postgres needs the [postgres] extra "
+                                 "(pip install 'memwatch-overlay[postgres]')") from None
+        tables = describe_dsn(target)
+    matches = []
+    for cls in available_presets().values():
+        if getattr(cls, "kind", "sqlite") != kind:
+            continue
+        m = cls.match(tables)
+        if m is not None:
+            matches.append(m)
+    matches.sort(key=lambda m: -m.score)
+    return Detection(kind, target, tables, matches)
+
+
+def source_from_detection(det: Detection, name: str = "store") -> SourceConfig:
+    """A SourceConfig for the best match; raises a ConnectorError with a mapping hint if none."""
+    if not det.matches:
+        raise ConnectorError(no_match_message(det)).with_hint(mapping_snippet(det))
+    best = det.matches[0]
+    values = dict(best.defaults)
+    ids = values.pop("id", [])
+    ids = [ids] if isinstance(ids, str) else list(ids)
+    preset = None if best.preset in GENERIC_PRESETS else best.preset
+    cfg = SourceConfig(name=name, connector=det.kind, preset=preset, id=ids, base_dir=Path.cwd(), **values)
+    if det.kind == "postgres":
+        cfg.dsn = det.target
+    else:
+        cfg.path = os.path.abspath(det.target)
+    return cfg
+
+
+def no_match_message(det: Detection) -> str:
+    seen = "; ".join(f"{t.name}({', '.join(t.columns)})" for t in det.tables[:12]) or "no tables"
+    return (f"{redact_dsn(det.target)}: no known agent store recognised (saw: {seen}); "
+            f"map it in a memwatch.toml and pass --config")
+
+
+def mapping_snippet(det: Detection) -> str:
+    """The [[sources]] entry to write when detection fails, filled with what was seen."""
+    target = redact_dsn(det.target)
+    where = f'dsn = "{target}"' if det.kind == "postgres" else f'path = "{target}"'
+    first = det.tables[0] if det.tables else None
+    cols = first.columns if first else []
+    lines = ["# memwatch.toml", "[[sources]]", 'name = "bot"', f'connector = "{det.kind}"', where]
+    if det.kind == "json":
+        lines += [f'records = "{first.name if first else "[*]"}"          # which values are memories',
+                  'text = "<field holding the memory text>"      # fields: ' + ", ".join(cols),
+                  'created_at = "<field holding when it was written>"   # optional for JSON',
+                  '# optional: id, subject, key, updated_at, accessed_at, access_count, category',
+                  '# paths are relative to each record; see docs/json-sources.md']
+        return "\n".join(lines)
+    pk = (first.pk[0] if first and first.pk else (cols[0] if cols else "id"))
+    lines += [f'table = "{first.name if first else "my_table"}"', f'id = "{pk}"',
+              'text = "<column holding the memory text>"      # columns: ' + ", ".join(cols),
+              'created_at = "<column holding when it was written>"',
+              '# optional: subject, key, updated_at, accessed_at, access_count, category, where']
+    return "\n".join(lines)

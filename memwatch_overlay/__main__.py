@@ -1,0 +1,5 @@
+"""`python -m memwatch_overlay`: the command line."""
+from memwatch_overlay.overlay.cli.main import main
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,498 @@
+"""Contradiction detection: does a newer fact outdate an older one about the same subject?
+
+The detector is a cascade, cheapest first:
+
+  value     both facts carry the same store key (``employer``) or the same slot read from
+            their text (city, diet, partner ...) and the values differ: the newer wins.
+            Equal values are a confirmation (a re-learn), not a contradiction.
+  cue       the newer text ends what the older said: a slot's end pattern ("handed in my
+            notice at Deloitte", "my uni email was deactivated") or a generic transition cue
+            ("no longer", "sold", "smoke-free") whose scope mentions the older fact's salient
+            words.
+  semantic  optional (``embedder``): same-topic facts by embedding similarity whose slot
+            values differ or whose newer text carries a change cue.
+  judge     optional (``judge``): an LLM critic confirms or rejects semantic candidates.
+
+Rules live in a slot pack (``rules/slots.toml``); nothing here knows English. The detector
+is pure: the sync engine gives it one changed fact and the facts of the same block
+(subject + category) and persists what comes back; ``comparisons`` counts pairs examined so
+tests can check that work stays O(block).
+
+Example:
+    >>> d = Detector()
+    >>> old = FactView("s:t:1", "u1", None, "Works at Google", "employment", 0.0)
+    >>> new = FactView("s:t:2", "u1", None, "I just joined Stripe.", "employment", 86400.0)
+    >>> [c.older for c in d.compare(new, [old])]
+    ['s:t:1']
+"""
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Protocol
+
+from memwatch_overlay.overlay.detect.pack import Pack, SlotDef, load_pack
+from memwatch_overlay.overlay.detect.slots import (
+    Extractor,
+    Reading,
+    Slot,
+    digits,
+    infer_category,
+    normalize,
+    norm_value,
+    stem,
+    to_number,
+)
+
+DEFAULT_SEMANTIC_THRESHOLD = 0.6
+_NON_WORD = re.compile(r"[^\w]+")
+DEFAULT_CACHE_SIZE = 4096
+KEY_VALUE_CONFIDENCE = 0.9
+_DAY = 86400.0
+
+
+@dataclass(frozen=True)
+class FactView:
+    """What the detector sees of one fact."""
+
+    ref: str                 # "source:table:pk", unique
+    subject: str | None      # user / namespace / entity
+    key: str | None          # the store's key for the fact, if any ("employer")
+    text: str
+    category: str            # employment|location|contact|...|general
+    learned_at: float        # epoch seconds (UTC); newer contradicts older
+
+
+@dataclass(frozen=True)
+class Contradiction:
+    """The newer fact ``newer`` outdates the older fact ``older``."""
+
+    older: str
+    newer: str
+    kind: str                # "value" | "cue" | "semantic" | "judge"
+    confidence: float        # 0..1
+    evidence: str            # short human-readable why
+    update: dict | None = None   # {"action", "key", "old_value", "new_value"}
+
+
+class Embedder(Protocol):
+    model_name: str
+
+    def similarities(self, text: str, others: list[str]) -> list[float]: ...
+
+
+class Judge(Protocol):
+    def verdict(self, older: str, newer: str) -> tuple[bool, float, str] | None: ...
+
+
+@dataclass
+class _Verdict:
+    conflicts: list[Contradiction] = field(default_factory=list)
+    confirmed: bool = False
+
+
+class Detector:
+    """Compares a newer fact with older facts of its block; see the module docstring."""
+
+    def __init__(self, pack: Pack | str | None = None, embedder: Embedder | None = None,
+                 judge: Judge | None = None,
+                 semantic_threshold: float = DEFAULT_SEMANTIC_THRESHOLD,
+                 min_confidence: float = 0.0, cache_size: int = DEFAULT_CACHE_SIZE,
+                 prefilter: bool = True):
+        self.pack = pack if isinstance(pack, Pack) else load_pack(pack)
+        self.extractor = Extractor(self.pack, prefilter=prefilter)   # False: the plain reference
+        self.embedder = embedder
+        self.judge = judge
+        self.semantic_threshold = semantic_threshold
+        self.min_confidence = min_confidence
+        self.comparisons = 0
+        self.confirmed: list[str] = []   # refs the last compare() found restated by the newer fact
+        self._cache: OrderedDict[tuple[str, str], Reading] = OrderedDict()
+        self._cache_size = cache_size
+
+    # ------------------------------------------------------------ public API
+    def compare(self, newer: FactView, olders: Iterable[FactView],
+                readings: Mapping[str, Reading] | None = None) -> list[Contradiction]:
+        """Contradictions of ``olders`` by ``newer`` (at most one per older fact).
+
+        ``readings`` (by ref) holds facts already read, as ``read`` would read them: a
+        block pass reads every fact of a block once and compares with those readings.
+        """
+        read = self.read if readings is None else (lambda f: readings[f.ref])
+        nr = read(newer)
+        out: list[Contradiction] = []
+        undecided: list[FactView] = []
+        self.confirmed = []
+        for old in olders:
+            if old.ref == newer.ref or old.learned_at > newer.learned_at:
+                continue
+            self.comparisons += 1
+            orr = read(old)
+            if nr.entity and orr.entity and nr.entity != orr.entity:
+                continue                # the texts are about two different named people
+            v = self._pair(newer, nr, old, orr)
+            best = _best(v.conflicts)
+            if best is not None:
+                out.append(best)
+            elif v.confirmed:
+                self.confirmed.append(old.ref)
+            else:
+                undecided.append(old)
+        if undecided and self.embedder is not None:
+            out.extend(self._semantic(newer, nr, undecided))
+        elif undecided and self.judge is not None:
+            out.extend(self._judged(newer, nr, undecided))
+        return [c for c in out if c.confidence >= self.min_confidence]
+
+    def confirms(self, newer: FactView, older: FactView) -> bool:
+        """True when ``newer`` restates ``older`` (same slot value, or same key and value)."""
+        v = self._pair(newer, self.read(newer), older, self.read(older))
+        return v.confirmed and not v.conflicts
+
+    def extract(self, text: str, category: str | None = None) -> list[Slot]:
+        """Slot values read from free text (optionally only one category's slots)."""
+        return self.extractor.slots(normalize(text), category=category)
+
+    def category_of(self, text: str) -> str | None:
+        """The category the pack reads in ``text``, or None."""
+        return infer_category(text, self.pack)
+
+    def read(self, fact: FactView) -> Reading:
+        """Slots, cues and anchors of one fact (cached by text and subject)."""
+        ck = (fact.text or "", fact.subject or "")
+        r = self._cache.get(ck)
+        if r is None:
+            words = frozenset(w for w in _NON_WORD.split((fact.subject or "").lower()) if len(w) > 2)
+            r = self.extractor.read(fact.text or "", words)
+            self._cache[ck] = r
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(ck)
+        return r
+
+    # ------------------------------------------------------------ one pair
+    def _pair(self, new: FactView, nr: Reading, old: FactView, orr: Reading) -> _Verdict:
+        v = _Verdict()
+        self._key_value(new, nr, old, orr, v)
+        if v.conflicts:
+            return v
+        self._slots(new, nr, old, orr, v)
+        if v.conflicts or v.confirmed:
+            return v
+        self._cues(new, nr, old, orr, v)
+        return v
+
+    def _key_value(self, new, nr, old, orr, v: _Verdict) -> None:
+        if not (new.key and old.key) or new.key.strip().lower() != old.key.strip().lower():
+            return
+        if self.pack.is_generic_key(old.key):
+            return
+        sd = self.pack.slot_for_key(old.key)
+        if sd is not None and sd.mode not in ("single", "number", "progress"):
+            return                      # likes, contacts, counts: several values may hold
+        nv, ov = _key_text(sd, nr), _key_text(sd, orr)
+        if not nv or not ov:
+            return
+        if _same(sd, nv, ov):
+            v.confirmed = True
+            return
+        v.conflicts.append(self._make(
+            old, new, "value", KEY_VALUE_CONFIDENCE,
+            f'{old.key}: "{_short(old.text)}" -> "{_short(new.text)}"',
+            "UPDATE", old.key, old.text, new.text))
+
+    def _slots(self, new, nr: Reading, old, orr: Reading, v: _Verdict) -> None:
+        gap = max(0.0, (new.learned_at - old.learned_at) / _DAY)
+        by_name: dict[str, list[Slot]] = {}
+        for s in nr.slots:
+            by_name.setdefault(s.name, []).append(s)
+        for os_ in orr.slots:
+            news = by_name.get(os_.name)
+            if not news:
+                continue
+            sd = self.pack.slot(os_.name)
+            handler = getattr(self, f"_mode_{sd.mode}")
+            handler(sd, news, os_, new, old, gap, v)
+
+    # -- per mode: each appends conflicts or sets confirmed
+    def _mode_single(self, sd, news, os_, new, old, gap, v) -> None:
+        if os_.kind != "assert":
+            return
+        positives = [s for s in news if s.kind == "assert" and s.polarity > 0]
+        if os_.polarity < 0:
+            for s in positives:
+                if _same(sd, s.value, os_.value):
+                    self._conflict(v, sd, old, new, os_, s.value, "value",
+                                   f'{sd.name}: was "not {os_.value}", now "{s.value}"')
+            return
+        same = [s for s in positives if _same(sd, s.value, os_.value)]
+        positives = [s for s in positives if s not in same]
+        if same and not (any(s.current for s in positives) and not any(s.current for s in same)):
+            v.confirmed = True          # restated; unless another value is the one held "now"
+            return
+        replacement = positives[0].raw if positives else None
+        for s in news:
+            if s.kind == "end" and (s.value is None or _same(sd, s.value, os_.value)):
+                if _qualifier_ok(s, old):
+                    self._conflict(v, sd, old, new, os_, s.new_value or replacement, "cue",
+                                   f'{sd.name} "{os_.value}" ended: "{_short(s.evidence)}"')
+            elif s.kind == "assert" and s.polarity < 0 and _same(sd, s.value, os_.value):
+                self._conflict(v, sd, old, new, os_, replacement, "cue",
+                               f'{sd.name}: no longer "{os_.value}"')
+        for s in positives:
+            if _held_before(s, new, gap):
+                continue
+            conf = sd.confidence * (0.9 if (s.implied or os_.implied) else 1.0)
+            self._conflict(v, sd, old, new, os_, s.raw if sd.value != "term" else s.value,
+                           "value", f'{sd.name}: "{os_.value}" -> "{s.value}"', conf)
+
+    def _mode_multi(self, sd, news, os_, new, old, gap, v) -> None:
+        if os_.kind != "assert" or os_.polarity < 0:
+            return
+        for s in news:
+            if s.kind == "assert" and s.polarity > 0:
+                if _same(sd, s.value, os_.value):
+                    v.confirmed = True
+                    return
+        for s in news:
+            if s.kind == "end" and ((s.value is None and _qualifier_ok(s, old))
+                                    or (s.value is not None and _same(sd, s.value, os_.value))):
+                self._conflict(v, sd, old, new, os_, None, "cue",
+                               f'{sd.name} "{os_.raw}" ended: "{_short(s.evidence)}"')
+            elif (s.kind == "assert" and s.polarity > 0 and s.replacement and not s.addition):
+                self._conflict(v, sd, old, new, os_, s.raw, "value",
+                               f'new {sd.name} "{s.raw}" replaces "{os_.raw}"')
+
+    def _mode_polar(self, sd, news, os_, new, old, gap, v) -> None:
+        for s in news:
+            if s.kind != "assert" or not _same_key(s.key, os_.key):
+                continue
+            if s.polarity == os_.polarity:
+                v.confirmed = True
+            else:
+                verb = "now" if s.polarity > 0 else "no longer"
+                said = (sd.yes if s.polarity > 0 else sd.no).replace("{v}", s.value or "")
+                self._conflict(v, sd, old, new, os_, said,
+                               "value", f'{sd.name}({os_.key}): {verb} "{s.value}"')
+
+    def _mode_count(self, sd, news, os_, new, old, gap, v) -> None:
+        if os_.kind != "assert" or os_.key is None:
+            return
+        o = to_number(os_.value)
+        for s in news:
+            if s.key != os_.key or o is None:
+                continue
+            if s.kind == "assert":
+                n = to_number(s.value)
+                if n == o:
+                    v.confirmed = True
+                elif n is not None:
+                    self._conflict(v, sd, old, new, os_, f"{n:g}", "value",
+                                   f'{os_.key or sd.name}: {o:g} -> {n:g}')
+            elif s.kind == "event":
+                self._conflict(v, sd, old, new, os_, f"{max(0, o + s.delta):g}", "cue",
+                               f'{os_.key or sd.name}: {o:g} then "{_short(s.evidence)}"')
+
+    def _mode_number(self, sd, news, os_, new, old, gap, v) -> None:
+        o = to_number(os_.value)
+        for s in news:
+            n = to_number(s.value)
+            if s.kind != "assert" or n is None or o is None:
+                continue
+            expected = o + sd.per_year * gap / 365.25
+            if abs(n - expected) <= sd.tolerance:
+                v.confirmed = True
+            else:
+                self._conflict(v, sd, old, new, os_, f"{n:g} {sd.unit}".strip(), "value",
+                               f'{sd.name}: {o:g} -> {n:g}')
+
+    def _mode_progress(self, sd, news, os_, new, old, gap, v) -> None:
+        if os_.kind != "assert" or os_.polarity < 0:
+            return
+        for s in news:
+            if s.kind == "end" and s.new_value and _overlap(s.new_value, os_.value):
+                self._conflict(v, sd, old, new, os_, s.new_value, "cue",
+                               f'{sd.name}: "{os_.value}" completed: "{_short(s.evidence)}"')
+            elif s.kind == "assert" and _same(sd, s.value, os_.value):
+                v.confirmed = True
+
+    def _cues(self, new, nr: Reading, old, orr: Reading, v: _Verdict) -> None:
+        if not nr.cues:
+            return
+        ended_before = set()
+        for c in orr.cues:              # the old fact already tells of this ending
+            ended_before |= c.scope
+        anchors = {a for a in orr.anchors if not any(_stem_match(a, w) for w in ended_before)}
+        for c in nr.cues:
+            hit = sorted(a for a in anchors if any(_stem_match(a, w) for w in c.scope))
+            if not hit:
+                continue
+            v.conflicts.append(self._make(
+                old, new, "cue", c.confidence,
+                f'"{c.cue}" about "{", ".join(hit[:3])}": "{_short(c.evidence)}"',
+                "UPDATE" if c.new_value else "EXPIRE", self._own_key(old), old.text, c.new_value))
+
+    # ------------------------------------------------------------ semantic layer
+    def _semantic(self, new: FactView, nr: Reading, olders: list[FactView]) -> list[Contradiction]:
+        """Same-topic facts the rules left undecided.
+
+        With a judge, every fact at least ``semantic_threshold`` similar to the newer one is
+        a candidate the judge confirms or rejects. Without one, similarity alone is not
+        evidence (same-topic restatements are as similar as changes), so a candidate also
+        needs a transition cue in the newer text whose own clause is similar to the older
+        fact: the semantic version of the cue rule ("I left the church" ~ "Is Catholic").
+        """
+        sims = self.embedder.similarities(new.text, [o.text for o in olders])
+        cands = [(o, s) for o, s in zip(olders, sims) if s >= self.semantic_threshold]
+        if not cands:
+            return []
+        out = []
+        if self.judge is None:
+            if not nr.cues:
+                return []
+            clauses = list(dict.fromkeys(c.evidence for c in nr.cues))
+            for old, sim in cands:
+                csims = self.embedder.similarities(old.text, clauses)
+                best = max(range(len(clauses)), key=lambda i: csims[i])
+                if csims[best] < self.semantic_threshold:
+                    continue
+                cue = next(c for c in nr.cues if c.evidence == clauses[best])
+                conf = round(min(0.8, 0.45 + (csims[best] - self.semantic_threshold)), 3)
+                out.append(self._make(old, new, "semantic", conf,
+                                      f'"{cue.cue}" in a clause similar to it (cosine {csims[best]:.2f}): '
+                                      f'"{_short(cue.evidence)}"',
+                                      "EXPIRE", self._own_key(old), old.text, None))
+            return out
+        for old, sim in cands:
+            verdict = self.judge.verdict(old.text, new.text)
+            if verdict is None:                 # the judge could not answer: no decision
+                continue
+            ok, conf, why = verdict
+            if ok:
+                out.append(self._make(old, new, "judge", conf,
+                                      why or f"judge: contradiction (cosine {sim:.2f})",
+                                      "EXPIRE", self._own_key(old), old.text, None))
+        return out
+
+    def _judged(self, new: FactView, nr: Reading, olders: list[FactView]) -> list[Contradiction]:
+        """A judge without embeddings: ask about undecided facts sharing a slot or a word."""
+        names = {s.name for s in nr.slots}
+        out = []
+        for old in olders:
+            orr = self.read(old)
+            if not (names & {s.name for s in orr.slots}
+                    or any(_stem_match(a, b) for a in orr.anchors for b in nr.anchors)):
+                continue
+            verdict = self.judge.verdict(old.text, new.text)
+            if verdict is not None and verdict[0]:
+                out.append(self._make(old, new, "judge", verdict[1], verdict[2], "EXPIRE",
+                                      self._own_key(old), old.text, None))
+        return out
+
+    # ------------------------------------------------------------ helpers
+    def _conflict(self, v: _Verdict, sd: SlotDef, old: FactView, new: FactView, os_: Slot,
+                  new_value, kind: str, evidence: str, conf: float | None = None) -> None:
+        """Record that ``new`` outdates ``old`` on slot ``sd`` (old slot reading ``os_``)."""
+        own = self._own_key(old)
+        key = own if own and self.pack.slot_for_key(own) in (None, sd) else sd.name
+        action = "UPDATE" if new_value else "EXPIRE"
+        v.conflicts.append(self._make(old, new, kind, sd.confidence if conf is None else conf,
+                                      evidence, action, key, os_.raw or old.text, new_value))
+
+    def _own_key(self, fact: FactView) -> str | None:
+        """The fact's store key when it means something (not a uuid or a generic name)."""
+        return fact.key if fact.key and not self.pack.is_generic_key(fact.key) else None
+
+    @staticmethod
+    def _make(old, new, kind, conf, evidence, action, key, old_value, new_value) -> Contradiction:
+        return Contradiction(older=old.ref, newer=new.ref, kind=kind, confidence=round(conf, 3),
+                             evidence=evidence,
+                             update={"action": action, "key": key, "old_value": old_value,
+                                     "new_value": new_value})
+
+
+# ---------------------------------------------------------------- value helpers
+
+def _best(conflicts: list[Contradiction]) -> Contradiction | None:
+    if not conflicts:
+        return None
+    return max(conflicts, key=lambda c: (c.confidence, c.update is not None
+                                         and c.update.get("new_value") is not None))
+
+
+def _key_text(sd: SlotDef | None, r: Reading) -> str:
+    if sd is not None:
+        for s in r.slots:
+            if s.name == sd.name and s.kind == "assert" and s.polarity > 0 and s.value:
+                return s.value
+    return norm_value(r.text)
+
+
+def _same(sd: SlotDef | None, a: str | None, b: str | None) -> bool:
+    if a is None or b is None:
+        return False
+    if a == b:
+        return True
+    if sd is not None:
+        if any(a in g and b in g for g in sd.compatible):
+            return True
+        if sd.value == "phone":
+            da, db = digits(a), digits(b)
+            return len(da) >= 7 and len(db) >= 7 and (da.endswith(db[-7:]) and db.endswith(da[-7:]))
+        if sd.value in ("email", "term", "number"):
+            return False
+    ta, tb = set(a.split()), set(b.split())
+    return bool(ta) and bool(tb) and (ta <= tb or tb <= ta)
+
+
+def _same_key(a: str | None, b: str | None) -> bool:
+    if not a or not b:
+        return False
+    if a == b:
+        return True
+    ta, tb = {stem(w) for w in a.split()}, {stem(w) for w in b.split()}
+    return ta <= tb or tb <= ta
+
+
+def _overlap(a: str, b: str | None) -> bool:
+    if not b:
+        return False
+    ta = {stem(w) for w in norm_value(a).split() if len(w) > 1}
+    tb = {stem(w) for w in norm_value(b).split() if len(w) > 1}
+    return bool(ta & tb)
+
+
+def _stem_match(a: str, b: str) -> bool:
+    """Same stem, or a shared prefix of 5+ letters (allergic / allergy)."""
+    if a == b:
+        return True
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n >= 5
+
+
+def _qualifier_ok(s: Slot, old: FactView) -> bool:
+    q = (s.qualifier or "").strip()
+    if not q or q == "old":
+        return True
+    return stem(q) in {stem(w) for w in re.findall(r"\w+", old.text.lower())}
+
+
+def _held_before(s: Slot, new: FactView, gap_days: float) -> bool:
+    """The new value already held when the old fact was learned ("for six years")."""
+    held = s.held_days
+    if held is None and s.held_year is not None:
+        import datetime as _dt
+        year = _dt.datetime.fromtimestamp(new.learned_at, _dt.timezone.utc).year
+        held = max(0.0, (year - s.held_year) * 365.25)
+    return held is not None and held >= gap_days
+
+
+def _short(text: str, n: int = 80) -> str:
+    t = " ".join((text or "").split())
+    return t if len(t) <= n else t[: n - 1] + "…"

@@ -1,0 +1,415 @@
+"""Load, validate and compile a slot pack (rules/slots.toml or a user file).
+
+A slot pack is data, not code: word lists, guards, slot definitions and transition
+cues that tell the contradiction detector how to read free-text facts. The format is
+documented at the top of the shipped ``rules/slots.toml``. Every validation error is
+a ``ConfigError`` naming the offending key (``slots[3].assert[1]``), so a broken user
+pack fails loudly at load time rather than silently matching nothing.
+
+Example:
+    >>> pack = load_pack()              # the default pack shipped in the package
+    >>> pack.slot("employer").category
+    'employment'
+"""
+from __future__ import annotations
+
+import fnmatch
+import functools
+import re
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from memwatch_overlay.core.errors import ConfigError
+
+DEFAULT_PACK = "slots.toml"
+CATEGORIES = ("employment", "location", "contact", "preference", "relationship",
+              "skill", "belief", "fact", "general")
+MODES = ("single", "multi", "polar", "count", "number", "progress")
+VALUE_KINDS = ("name", "phrase", "occupation", "phone", "email", "number", "term")
+GUARDS = ("hedge", "temporary", "negation", "third_party", "first_person", "past", "addition",
+          "replacement", "question", "duration", "current", "restrict")
+# How many tokens a captured value may span; values stop earlier at a `value_stop` word.
+MAX_VALUE_TOKENS = 5
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_TOKEN = r"[\w][\w&'.@+-]*"
+_FLAGS = re.IGNORECASE | re.UNICODE
+
+
+@dataclass(frozen=True)
+class SlotDef:
+    """One slot: what it is, which memory keys name it, and the regexes that read it."""
+
+    name: str
+    category: str
+    mode: str
+    value: str
+    keys: tuple[str, ...]
+    assert_: tuple[re.Pattern, ...]
+    deny: tuple[re.Pattern, ...]
+    end: tuple[re.Pattern, ...]
+    event: tuple[re.Pattern, ...]
+    terms: dict[str, tuple[re.Pattern, ...]]
+    implied: dict[str, tuple[re.Pattern, ...]]
+    families: dict[str, tuple[re.Pattern, ...]]
+    reject: tuple[re.Pattern, ...]
+    compatible: tuple[frozenset[str], ...]
+    about_others: bool
+    confidence: float
+    tolerance: float
+    per_year: float
+    unit: str = ""                    # number mode: how a new value is written ("95 wpm")
+    yes: str = "{v}"                  # polar mode: how a held / an ended value is written
+    no: str = "not {v}"
+
+    def matches_key(self, key: str | None) -> bool:
+        """True when a store's key (e.g. ``job_title``) names this slot."""
+        if not key:
+            return False
+        k = key.strip().lower()
+        return any(fnmatch.fnmatchcase(k, g) for g in self.keys)
+
+
+@dataclass(frozen=True)
+class Cue:
+    """A transition cue that ends whatever the old memory said about words in its scope."""
+
+    pattern: re.Pattern
+    confidence: float
+
+
+@dataclass
+class Pack:
+    """A compiled slot pack."""
+
+    source: str
+    slots: list[SlotDef]
+    guards: dict[str, tuple[re.Pattern, ...]]
+    cues: list[Cue]
+    stopwords: frozenset[str]
+    generic_words: frozenset[str]
+    generic_keys: tuple[str, ...]
+    value_stop: frozenset[str]
+    value_reject: frozenset[str]
+    category_words: dict[str, tuple[re.Pattern, ...]] = field(default_factory=dict)
+
+    def slot(self, name: str) -> SlotDef:
+        for s in self.slots:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+    def slot_for_key(self, key: str | None) -> SlotDef | None:
+        """The slot a store key names, or None (unknown or generic key)."""
+        if not key:
+            return None
+        memo = self.__dict__.setdefault("_slot_for_key", {})
+        if key not in memo:
+            memo[key] = None if self.is_generic_key(key) else next(
+                (s for s in self.slots if s.matches_key(key)), None)
+        return memo[key]
+
+    def is_generic_key(self, key: str) -> bool:
+        memo = self.__dict__.setdefault("_generic_key", {})
+        if key not in memo:
+            k = key.strip().lower()
+            memo[key] = bool(re.fullmatch(r"[0-9a-f-]{8,}|\d+", k)      # uuids, row numbers
+                             or any(fnmatch.fnmatchcase(k, g) for g in self.generic_keys))
+        return memo[key]
+
+
+def load_pack(path: str | Path | None = None) -> Pack:
+    """Load the default pack, or the TOML file at ``path``; raise ConfigError when invalid.
+
+    The default pack is compiled once per process and shared (treat it as read-only).
+    """
+    if path is None:
+        return _default_pack()
+    return _load_pack(path)
+
+
+@functools.lru_cache(maxsize=1)
+def _default_pack() -> Pack:
+    return _load_pack(None)
+
+
+def _load_pack(path: str | Path | None) -> Pack:
+    if path is None:
+        text = resources.files("memwatch_overlay.rules").joinpath(DEFAULT_PACK).read_text("utf-8")
+        where = f"rules/{DEFAULT_PACK}"
+    else:
+        p = Path(path)
+        try:
+            text = p.read_text("utf-8")
+        except OSError as e:
+            raise ConfigError(f"cannot read slot pack: {e.strerror or e}", path=str(p)) from None
+        where = str(p)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"invalid TOML: {e}", path=where) from None
+    return compile_pack(data, where)
+
+
+def compile_pack(data: dict[str, Any], where: str = "<pack>") -> Pack:
+    """Validate a parsed pack and compile its regexes."""
+    _only(data, {"version", "lexicon", "guards", "slots", "cues", "anchors", "categories"}, "", where)
+    if data.get("version") != 1:
+        raise ConfigError(f"unsupported version {data.get('version')!r} (expected 1)", "version", where)
+    lex = _lexicon(data.get("lexicon", {}), where)
+    anchors = data.get("anchors", {})
+    _only(anchors, {"stopwords", "generic_words", "generic_keys", "value_stop", "value_reject"},
+          "anchors.", where)
+    words = {k: frozenset(w.lower() for w in _strings(anchors.get(k, []), f"anchors.{k}", where))
+             for k in ("stopwords", "generic_words", "value_stop", "value_reject")}
+    generic_keys = tuple(k.lower() for k in _strings(anchors.get("generic_keys", []),
+                                                      "anchors.generic_keys", where))
+    builtins = _builtins(words["value_stop"], lex.get("occupation"))
+
+    def rx(pattern: Any, fld: str) -> re.Pattern:
+        if not isinstance(pattern, str) or not pattern.strip():
+            raise ConfigError("must be a non-empty regex string", fld, where)
+        expanded = _expand(pattern, lex, builtins, fld, where)
+        try:
+            return re.compile(expanded, _FLAGS)
+        except re.error as e:
+            raise ConfigError(f"bad regex: {e}", fld, where) from None
+
+    def rxs(value: Any, fld: str) -> tuple[re.Pattern, ...]:
+        return tuple(rx(p, f"{fld}[{i}]") for i, p in enumerate(_list(value, fld, where)))
+
+    guards_raw = data.get("guards", {})
+    _only(guards_raw, set(GUARDS), "guards.", where)
+    guards = {g: rxs(guards_raw.get(g, []), f"guards.{g}") for g in GUARDS}
+
+    slots = []
+    seen = set()
+    for i, raw in enumerate(_list(data.get("slots", []), "slots", where)):
+        f = f"slots[{i}]"
+        if not isinstance(raw, dict):
+            raise ConfigError("must be a table", f, where)
+        _only(raw, {"name", "category", "mode", "value", "keys", "assert", "deny", "end", "event",
+                    "terms", "implied", "families", "reject", "compatible", "about_others", "confidence",
+                    "tolerance", "per_year", "unit", "yes", "no"}, f + ".", where)
+        name = raw.get("name")
+        if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", name):
+            raise ConfigError("must be a lower_snake_case string", f"{f}.name", where)
+        if name in seen:
+            raise ConfigError(f"duplicate slot name {name!r}", f"{f}.name", where)
+        seen.add(name)
+        cat = raw.get("category")
+        if cat not in CATEGORIES:
+            raise ConfigError(f"must be one of {', '.join(CATEGORIES)}", f"{f}.category", where)
+        mode = raw.get("mode", "single")
+        if mode not in MODES:
+            raise ConfigError(f"must be one of {', '.join(MODES)}", f"{f}.mode", where)
+        kind = raw.get("value", "phrase")
+        if kind not in VALUE_KINDS:
+            raise ConfigError(f"must be one of {', '.join(VALUE_KINDS)}", f"{f}.value", where)
+        slots.append(SlotDef(
+            name=name, category=cat, mode=mode, value=kind,
+            keys=tuple(k.lower() for k in _strings(raw.get("keys", []), f"{f}.keys", where)),
+            assert_=rxs(raw.get("assert", []), f"{f}.assert"),
+            deny=rxs(raw.get("deny", []), f"{f}.deny"),
+            end=rxs(raw.get("end", []), f"{f}.end"),
+            event=rxs(raw.get("event", []), f"{f}.event"),
+            terms=_table_of_rxs(raw.get("terms", {}), f"{f}.terms", where, rxs),
+            implied=_table_of_rxs(raw.get("implied", {}), f"{f}.implied", where, rxs),
+            families=_table_of_rxs(raw.get("families", {}), f"{f}.families", where, rxs),
+            reject=rxs(raw.get("reject", []), f"{f}.reject"),
+            compatible=_groups(raw.get("compatible", []), f"{f}.compatible", where),
+            about_others=_bool(raw.get("about_others", False), f"{f}.about_others", where),
+            confidence=_number(raw.get("confidence", 0.85), f"{f}.confidence", where, 0, 1),
+            tolerance=_number(raw.get("tolerance", 0), f"{f}.tolerance", where, 0, None),
+            per_year=_number(raw.get("per_year", 0), f"{f}.per_year", where, None, None),
+            unit=_text(raw.get("unit", ""), f"{f}.unit", where),
+            yes=_template(raw.get("yes", "{v}"), f"{f}.yes", where),
+            no=_template(raw.get("no", "not {v}"), f"{f}.no", where),
+        ))
+        if not (slots[-1].assert_ or slots[-1].terms or slots[-1].deny):
+            raise ConfigError("a slot needs at least one of assert, deny or terms", f, where)
+
+    cues_raw = data.get("cues", {})
+    _only(cues_raw, {"end", "weak"}, "cues.", where)
+    cues = [Cue(p, 0.8) for p in rxs(cues_raw.get("end", []), "cues.end")]
+    cues += [Cue(p, 0.65) for p in rxs(cues_raw.get("weak", []), "cues.weak")]
+
+    cats = _table_of_rxs(data.get("categories", {}), "categories", where, rxs)
+    for c in cats:
+        if c not in CATEGORIES:
+            raise ConfigError(f"unknown category {c!r}", f"categories.{c}", where)
+    return Pack(source=where, slots=slots, guards=guards, cues=cues,
+                stopwords=words["stopwords"], generic_words=words["generic_words"],
+                generic_keys=generic_keys, value_stop=words["value_stop"],
+                value_reject=words["value_reject"], category_words=cats)
+
+
+# ---------------------------------------------------------------- helpers
+
+def _builtins(stop: frozenset[str], occupation: str | None) -> dict[str, str]:
+    """Value-capturing placeholders: a run of tokens that stops before a `value_stop` word."""
+    stop_alt = "|".join(sorted((re.escape(w) for w in stop), key=len, reverse=True)) or "(?!)"
+    tok = rf"(?!(?:{stop_alt})\b){_TOKEN}"
+    run = rf"{tok}(?:[ \t]+{tok}){{0,{MAX_VALUE_TOKENS - 1}}}"
+    title = rf"(?P<v>(?:{tok}[ \t]+){{0,3}}{occupation}s?)\b" if occupation else r"(?P<v>(?!))"
+    return {
+        "TITLE": title,
+        "VAL": rf"(?P<v>{run})",
+        "NEW": rf"(?P<n>{run})",
+        "OBJ": rf"(?P<o>{run})",
+        "WORD": rf"(?P<v>{tok})",
+        "PHONE": r"(?P<v>\+?\(?\d[\d \t().-]{5,}\d)",
+        "EMAIL": r"(?P<v>[\w.+-]+@[\w-]+(?:\.[\w-]+)+)",
+        "NUM": r"(?P<v>\d+(?:\.\d+)?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|no|zero)",
+    }
+
+
+def _expand(pattern: str, lex: dict[str, str], builtins: dict[str, str], fld: str, where: str) -> str:
+    out = pattern
+    for _ in range(6):           # lexicon entries may refer to other entries, a few levels deep
+        def sub(m: re.Match) -> str:
+            name = m.group(1)
+            if name in builtins:
+                return builtins[name]
+            if name in lex:
+                return lex[name]
+            raise ConfigError(f"unknown placeholder {{{name}}}", fld, where)
+        new = _PLACEHOLDER.sub(sub, out)
+        if new == out:
+            return new
+        out = new
+    raise ConfigError("placeholders nest too deeply (a lexicon entry refers to itself?)", fld, where)
+
+
+def _lexicon(raw: Any, where: str) -> dict[str, str]:
+    if not isinstance(raw, dict):
+        raise ConfigError("must be a table", "lexicon", where)
+    lex = {}
+    for name, words in raw.items():
+        items = _strings(words, f"lexicon.{name}", where)
+        if not items:
+            raise ConfigError("must not be empty", f"lexicon.{name}", where)
+        lex[name] = "(?:" + "|".join(items) + ")"
+    return lex
+
+
+@functools.lru_cache(maxsize=4096)
+def _required_literals(source: str, flags: int) -> tuple[str, ...] | None:
+    try:
+        from re import _constants as C, _parser as P
+        tree = P.parse(source, flags)
+    except Exception:          # an internal API: without it there is simply no prefilter
+        return None
+    return _lits(tree, C)
+
+
+def required_literals(pattern: re.Pattern) -> tuple[str, ...] | None:
+    """Lower-case strings of which any match of ``pattern`` must contain one, or None.
+
+    Read from the regex's parse tree: the first mandatory element that is a literal run
+    (or a group / alternation whose every branch starts with one). Texts containing none
+    of them cannot match, so the regex is skipped: far cheaper than running it.
+    """
+    return _required_literals(pattern.pattern, pattern.flags)
+
+
+def _lits(seq, C) -> tuple[str, ...] | None:
+    """The most selective literal set among the mandatory elements of ``seq``."""
+    best: tuple[str, ...] | None = None
+
+    def better(cand):
+        nonlocal best
+        if cand and (best is None or _selectivity(cand) > _selectivity(best)):
+            best = cand
+
+    items = list(seq)
+    i = 0
+    while i < len(items):
+        op, av = items[i]
+        if op is C.LITERAL:
+            run = []
+            while i < len(items) and items[i][0] is C.LITERAL:
+                run.append(chr(items[i][1]))
+                i += 1
+            word = "".join(run).lower()
+            if len(word.strip()) >= 2 or word == "@":
+                better((word,))
+            continue
+        if op is C.SUBPATTERN:
+            better(_lits(av[3], C))
+        elif op is C.BRANCH:
+            alts = [_lits(a, C) for a in av[1]]
+            if all(alts):
+                better(tuple(sorted({w for a in alts for w in a})))
+        elif op in (C.MAX_REPEAT, C.MIN_REPEAT) and av[0] >= 1:
+            better(_lits(av[2], C))
+        i += 1
+    return best
+
+
+def _selectivity(words: tuple[str, ...]) -> tuple[int, int]:
+    """Longer shortest word first, then fewer words."""
+    return (min(len(w.strip()) for w in words), -len(words))
+
+
+def _groups(raw: Any, fld: str, where: str) -> tuple[frozenset[str], ...]:
+    out = []
+    for i, g in enumerate(_list(raw, fld, where)):
+        out.append(frozenset(v.lower() for v in _strings(g, f"{fld}[{i}]", where)))
+    return tuple(out)
+
+
+def _table_of_rxs(raw: Any, fld: str, where: str, rxs) -> dict[str, tuple[re.Pattern, ...]]:
+    if not isinstance(raw, dict):
+        raise ConfigError("must be a table of regex lists", fld, where)
+    return {str(k): rxs(v, f"{fld}.{k}") for k, v in raw.items()}
+
+
+def _only(d: Any, allowed: set[str], prefix: str, where: str) -> None:
+    if not isinstance(d, dict):
+        raise ConfigError("must be a table", prefix.rstrip(".") or "<root>", where)
+    for k in d:
+        if k not in allowed:
+            raise ConfigError(f"unknown key (allowed: {', '.join(sorted(allowed))})", prefix + k, where)
+
+
+def _list(v: Any, fld: str, where: str) -> list:
+    if not isinstance(v, list):
+        raise ConfigError("must be a list", fld, where)
+    return v
+
+
+def _strings(v: Any, fld: str, where: str) -> list[str]:
+    items = _list(v, fld, where)
+    for i, s in enumerate(items):
+        if not isinstance(s, str):
+            raise ConfigError("must be a string", f"{fld}[{i}]", where)
+    return items
+
+
+def _text(v: Any, fld: str, where: str) -> str:
+    if not isinstance(v, str):
+        raise ConfigError("must be a string", fld, where)
+    return v
+
+
+def _template(v: Any, fld: str, where: str) -> str:
+    if not isinstance(v, str) or "{v}" not in v:
+        raise ConfigError('must be a string containing "{v}"', fld, where)
+    return v
+
+
+def _bool(v: Any, fld: str, where: str) -> bool:
+    if not isinstance(v, bool):
+        raise ConfigError("must be true or false", fld, where)
+    return v
+
+
+def _number(v: Any, fld: str, where: str, lo: float | None, hi: float | None) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ConfigError("must be a number", fld, where)
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        raise ConfigError(f"must be between {lo} and {hi}", fld, where)
+    return float(v)

@@ -1,0 +1,108 @@
+"""Which of many regexes could match a text, from one scan for the literals they require.
+
+Most slot-pack regexes cannot match a text that lacks some literal ("moved", "works at",
+"@"): ``slotpack.required_literals`` reads that set from each regex. Searching for each
+regex's literals separately costs one search per regex; ``Prefilter`` instead compiles
+every literal into one trie-shaped pattern and scans a text once, giving a bit mask of the
+regexes worth running on it. A regex whose bit is clear has no match in that text; a set
+bit only means it may have one.
+
+Example:
+    >>> import re
+    >>> works, lives = re.compile(r"works at (\\w+)", re.I), re.compile(r"lives in (\\w+)", re.I)
+    >>> pf = Prefilter([works, lives])
+    >>> pf.mask("i work at acme and lives in oslo") == pf.bit(lives)
+    True
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+from memwatch_overlay.overlay.detect.pack import required_literals
+
+
+class Prefilter:
+    """Bit masks of the regexes (given at construction) that may match a lower-cased text."""
+
+    def __init__(self, patterns: Iterable[re.Pattern]):
+        self._bits: dict[int, int] = {}          # id(pattern) -> its bit
+        self._kept: list[re.Pattern] = []        # keeps the ids above valid
+        self.always = 0                          # regexes without a required literal
+        by_literal: dict[str, int] = {}
+        self._needs: list[tuple[int, tuple[str, ...]]] = []     # (bit, literals) for the reference
+        for p in patterns:
+            if id(p) in self._bits:
+                continue
+            bit = 1 << len(self._kept)
+            self._bits[id(p)] = bit
+            self._kept.append(p)
+            lits = required_literals(p)
+            if not lits:
+                self.always |= bit
+                continue
+            self._needs.append((bit, lits))
+            for w in lits:
+                by_literal[w] = by_literal.get(w, 0) | bit
+        # The scan reports, at each position, the longest literal starting there; every
+        # shorter literal starting there is a prefix of it, so it stands for all of them.
+        self._found: dict[str, int] = {}
+        for w in by_literal:
+            m = 0
+            for k in range(1, len(w) + 1):
+                m |= by_literal.get(w[:k], 0)
+            self._found[w] = m
+        self._scan = re.compile("(?=(" + _trie_pattern(by_literal) + "))") if by_literal else None
+
+    def bit(self, pattern: re.Pattern) -> int:
+        """The bit of ``pattern`` (one of the patterns given at construction)."""
+        return self._bits[id(pattern)]
+
+    def mask(self, low: str) -> int:
+        """Bits of the regexes that may match the text whose lower-cased form is ``low``."""
+        m = self.always
+        if self._scan is not None:
+            found = self._found
+            for hit in self._scan.finditer(low):
+                m |= found[hit.group(1)]
+        return m
+
+    def mask_one_by_one(self, low: str) -> int:
+        """``mask`` computed plainly, one regex and one literal at a time (a reference)."""
+        m = self.always
+        for bit, lits in self._needs:
+            if any(w in low for w in lits):
+                m |= bit
+        return m
+
+    def literals_in(self, low: str) -> set[str]:
+        """The literals that occur in ``low`` (what ``mask`` is computed from)."""
+        out: set[str] = set()
+        if self._scan is not None:
+            for hit in self._scan.finditer(low):
+                w = hit.group(1)
+                out.update(w[:k] for k in range(1, len(w) + 1) if w[:k] in self._found)
+        return out
+
+
+def _trie_pattern(words: Iterable[str]) -> str:
+    """A regex matching, at a position, the longest of ``words`` that starts there.
+
+    Words sharing a prefix share its branch ("moved(?: away| back)?"), so the scan tries a
+    few characters per position instead of every word.
+    """
+    root: dict = {}
+    for w in words:
+        node = root
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[""] = {}                               # a word ends here
+
+    def build(node: dict) -> str:
+        kids = [re.escape(ch) + build(sub) for ch, sub in sorted(node.items()) if ch]
+        if not kids:
+            return ""
+        body = kids[0] if len(kids) == 1 else "(?:" + "|".join(kids) + ")"
+        return "(?:" + body + ")?" if "" in node else body   # greedy: longer words first
+
+    return build(root)

@@ -1,0 +1,764 @@
+"""Read slots and transition cues out of a fact's free text, using a slot pack.
+
+``extract("I moved to Surabaya last month")`` gives ``[Slot(name="city", value="surabaya",
+...)]``. Matching is clause by clause so a hedge, negation or third party in one clause
+("My sister's number is ...", "might move to Paris") never leaks into another. The
+detector in ``overlay.detect.detector`` compares the slots of two facts; this module only
+reads one text at a time and keeps no state.
+
+Example:
+    >>> from memwatch_overlay.overlay.detect.pack import load_pack
+    >>> [(s.name, s.value) for s in extract_slots("Works at Google", load_pack())]
+    [('employer', 'google')]
+"""
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+from memwatch_overlay.overlay.detect.prefilter import Prefilter
+from memwatch_overlay.overlay.detect.pack import Pack, SlotDef
+
+_NUMBER_WORDS = {"no": 0, "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5,
+                 "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11,
+                 "twelve": 12, "a": 1, "an": 1, "several": 3, "many": 5, "a few": 3,
+                 "a couple of": 2}
+_UNIT_DAYS = {"year": 365.25, "month": 30.44, "decade": 3652.5, "week": 7.0, "day": 1.0}
+_DETERMINERS = {"a", "an", "the", "my", "our", "his", "her", "their", "your", "this", "that"}
+_CONTRACTIONS = [
+    (re.compile(r"\bcan't\b", re.I), "can not"), (re.compile(r"\bwon't\b", re.I), "will not"),
+    (re.compile(r"\bshan't\b", re.I), "shall not"), (re.compile(r"n't\b", re.I), " not"),
+    (re.compile(r"\b(i)'m\b", re.I), r"\1 am"), (re.compile(r"'re\b", re.I), " are"),
+    (re.compile(r"'ve\b", re.I), " have"), (re.compile(r"'ll\b", re.I), " will"),
+]
+_SENTENCE_END = re.compile(r"[.!?]+(?=\s|$)|;|\s[-–—]+\s|\n+")
+_CLAUSE_BREAK = re.compile(
+    r",\s*(?=(?:but|so|and then|and|because|though|although|while|whereas|yet|which means|"
+    r"i|we|me|yo|ich|he|she|they)\b)|\s(?=(?:but|because|before|until|though|although|whereas|"
+    r"whilst|except)\s)", re.I)
+_WORD = re.compile(r"[\w][\w@.+'-]*")
+_MAX_SCOPE_WORDS = 3
+_LOSS = re.compile(r"died|passed away|put down|ran away", re.I)     # an event that lowers a count
+ALL = -1                      # a prefilter mask with every bit set: run every regex
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One thing a text says about its subject: a slot, its value and how it says it.
+
+    ``kind`` is "assert" (the value holds), "end" (the current value ended; ``value`` may
+    say which), or "event" (a count changed by ``delta``). ``polarity`` is -1 for a denial
+    ("can not cook"). ``held_days`` is set when the text says how long the value has held.
+    """
+
+    name: str
+    category: str
+    mode: str
+    key: str
+    value: str | None
+    raw: str | None
+    kind: str = "assert"
+    polarity: int = 1
+    new_value: str | None = None
+    qualifier: str | None = None
+    delta: int = 0
+    held_days: float | None = None
+    held_year: int | None = None
+    replacement: bool = False
+    addition: bool = False
+    implied: bool = False
+    current: bool = False
+    evidence: str = ""
+
+
+class _Clause:
+    """A clause and the guard facts that hold for the whole of it.
+
+    Each guard fact is computed once, when a match first needs it: most clauses that a
+    slot's prefilter lets through still match nothing.
+    """
+
+    __slots__ = ("text", "question", "mask", "_guards", "_held", "_temporary", "_replacement",
+                 "_addition")
+
+    def __init__(self, text: str, question: bool, mask: int, guards: "_Guards"):
+        self.text, self.question, self.mask, self._guards = text, question, mask, guards
+        self._held = self._temporary = self._replacement = self._addition = None
+
+    @property
+    def held(self) -> float | None:
+        if self._held is None:
+            self._held = self._guards.held(self.text, self.mask)
+        return self._held[0]
+
+    @property
+    def year(self) -> int | None:
+        if self._held is None:
+            self._held = self._guards.held(self.text, self.mask)
+        return self._held[1]
+
+    @property
+    def temporary(self) -> bool:
+        if self._temporary is None:
+            self._temporary = self._guards.temporary(self.text, self.mask)
+        return self._temporary
+
+    @property
+    def replacement(self) -> bool:
+        if self._replacement is None:
+            self._replacement = self._guards.has("replacement", self.text, self.mask)
+        return self._replacement
+
+    @property
+    def addition(self) -> bool:
+        if self._addition is None:
+            self._addition = self._guards.has("addition", self.text, self.mask)
+        return self._addition
+
+
+@dataclass(frozen=True)
+class CueHit:
+    """A transition cue ("no longer", "sold", "-free") and the words in its scope."""
+
+    cue: str
+    scope: frozenset[str]
+    confidence: float
+    new_value: str | None
+    evidence: str
+
+
+@dataclass(frozen=True)
+class Reading:
+    """Everything the detector needs from one text, computed once and cached."""
+
+    text: str
+    slots: tuple[Slot, ...]
+    cues: tuple[CueHit, ...]
+    anchors: frozenset[str]
+    entity: str | None = None      # the person a text is about when it names one ("Priya ...")
+
+
+# ---------------------------------------------------------------- text helpers
+
+# compiled once: these run several times per text
+_SPACES = re.compile(r"[ \t]+")
+_QUOTES_PARENS = re.compile(r"[\"()]")
+_NON_DIGIT = re.compile(r"\D")
+_CLAUSE_PUNCT = re.compile(r"[,;:]")
+
+def normalize(text: str) -> str:
+    """Straight quotes, expanded contractions, single spaces."""
+    t = (text or "").replace("\u2019", "'").replace("\u2018", "'").replace("\u201c", '"')
+    t = t.replace("\u201d", '"').replace("\u00a0", " ")
+    if "'" in t:                       # every contraction has an apostrophe
+        for rx, rep in _CONTRACTIONS:
+            t = rx.sub(rep, t)
+    return _SPACES.sub(" ", t).strip()
+
+
+def clauses(text: str) -> list[tuple[str, str]]:
+    """Split into (clause, sentence) pairs."""
+    out = []
+    pos = 0
+    sentences = []
+    for m in _SENTENCE_END.finditer(text):
+        sentences.append(text[pos:m.end()].strip())
+        pos = m.end()
+    sentences.append(text[pos:].strip())
+    for s in sentences:
+        if not s:
+            continue
+        cpos = 0
+        for m in _CLAUSE_BREAK.finditer(s):
+            out.append((s[cpos:m.start()].strip(" ,"), s))
+            cpos = m.end()
+        out.append((s[cpos:].strip(" ,"), s))
+    return [(c, s) for c, s in out if c]
+
+
+def stem(word: str) -> str:
+    """A crude stemmer, good enough to match smoker/smoke-free or freelance/freelancing."""
+    w = word.lower().strip(".,'\"")
+    if w.endswith("'s"):
+        w = w[:-2]
+    for suf in ("ing", "ers", "er", "ed", "es", "s", "e"):
+        if w.endswith(suf) and len(w) - len(suf) >= 3:
+            return w[: -len(suf)]
+    return w
+
+
+def norm_value(v: str | None) -> str:
+    """Lower case, no leading determiners or trailing punctuation."""
+    if v is None:
+        return ""
+    words = _QUOTES_PARENS.sub(" ", v.lower()).split()
+    while words and words[0] in _DETERMINERS:
+        words = words[1:]
+    return " ".join(words).strip(" .,;:!'-")
+
+
+def to_number(v: str | None) -> float | None:
+    if v is None:
+        return None
+    v = v.strip().lower()
+    if v in _NUMBER_WORDS:
+        return float(_NUMBER_WORDS[v])
+    try:
+        return float(v)
+    except ValueError:
+        return None
+
+
+def digits(v: str) -> str:
+    return _NON_DIGIT.sub("", v)
+
+
+# ---------------------------------------------------------------- guards
+
+def _recent(prefix: str, words: int = 5) -> str:
+    """The last few words before a match, not crossing a comma."""
+    tail = _CLAUSE_PUNCT.split(prefix)[-1]
+    return " ".join(tail.split()[-words:])
+
+
+def _any(rxs, text: str) -> bool:
+    return any(r.search(text) for r in rxs)
+
+
+def _merge(rxs) -> tuple[re.Pattern, ...]:
+    """One regex for a list of guard regexes (named groups dropped); the list if that fails."""
+    if len(rxs) < 2:
+        return tuple(rxs)
+    try:
+        src = "|".join("(?:" + re.sub(r"\(\?P<\w+>", "(?:", r.pattern) + ")" for r in rxs)
+        return (re.compile(src, rxs[0].flags),)
+    except re.error:
+        return tuple(rxs)
+
+
+class _Guards:
+    """The pack's guard lists, each merged into one regex (one search instead of many).
+
+    Every check takes the prefilter ``mask`` of the clause its text comes from (the text
+    is the clause or a part of it): a guard whose required literals the clause lacks is
+    not searched. The default mask, all bits set, searches always.
+    """
+
+    def __init__(self, pack: Pack):
+        self.g = {name: _merge(rxs) for name, rxs in pack.guards.items() if name != "duration"}
+        self.g["duration"] = pack.guards["duration"]     # read group by group, not merged
+        self.bits = {name: ALL for name in self.g}       # set by Extractor when it prefilters
+        self.duration_bits = tuple(ALL for _ in self.g["duration"])
+
+    def patterns(self) -> list[re.Pattern]:
+        return [r for rxs in self.g.values() for r in rxs]
+
+    def use_prefilter(self, bit) -> None:
+        """Take each guard's bits from a Prefilter (``bit(pattern)``) over ``patterns()``."""
+        for name, rxs in self.g.items():
+            self.bits[name] = 0
+            for r in rxs:
+                self.bits[name] |= bit(r)
+        self.duration_bits = tuple(bit(r) for r in self.g["duration"])
+
+    def has(self, name: str, text: str, mask: int = ALL) -> bool:
+        return bool(mask & self.bits[name]) and _any(self.g[name], text)
+
+    def hedged(self, prefix: str, mask: int = ALL) -> bool:
+        return self.has("hedge", prefix, mask)
+
+    def temporary(self, clause: str, mask: int = ALL) -> bool:
+        return self.has("temporary", clause, mask)
+
+    def negated(self, prefix: str, mask: int = ALL) -> bool:
+        return bool(mask & self.bits["negation"]) and _any(self.g["negation"], _recent(prefix))
+
+    def third_party(self, prefix: str, mask: int = ALL) -> bool:
+        return self.has("third_party", prefix, mask) and not self.has("first_person", prefix, mask)
+
+    def past(self, prefix: str, mask: int = ALL) -> bool:
+        return self.has("past", prefix, mask)
+
+    def question(self, sentence: str) -> bool:
+        return _any(self.g["question"], sentence)
+
+    def held(self, clause: str, mask: int = ALL) -> tuple[float | None, int | None]:
+        """How long the clause says its value has held: (days, since_year)."""
+        for r, bit in zip(self.g["duration"], self.duration_bits):
+            if not mask & bit:
+                continue
+            m = r.search(clause)
+            if not m:
+                continue
+            gd = m.groupdict()
+            if gd.get("y") and gd["y"].isdigit():
+                return None, int(gd["y"])
+            if gd.get("n") and gd.get("u"):
+                # casefold: a unit matched ignoring case may be spelt "yearſ" or "YEARS"
+                unit = _UNIT_DAYS.get(gd["u"].casefold().rstrip("s"))
+                if unit is None:
+                    continue
+                n = to_number(gd["n"]) or 1
+                return n * unit, None
+            return 365.25 * 30, None          # "all my life"
+        return None, None
+
+
+# ---------------------------------------------------------------- extraction
+
+def _clean(raw: str | None) -> str | None:
+    if raw is None:
+        return None
+    v = raw.strip().strip(".,;:!?'\"()")
+    return v or None
+
+
+def _valid(sd: SlotDef, raw: str, pack: Pack) -> bool:
+    v = norm_value(raw)
+    if sd.value == "number":
+        return to_number(raw) is not None
+    if not v or v in pack.value_reject:
+        return False
+    if any(r.search(v) for r in sd.reject):
+        return False
+    if sd.value == "name":
+        first = raw.strip().split()[0] if raw.strip() else ""
+        while first.lower() in _DETERMINERS and len(raw.split()) > 1:
+            raw = raw.split(None, 1)[1]
+            first = raw.split()[0]
+        return first[:1].isupper() or first[:1].isdigit()
+    if sd.value == "phone":
+        d = digits(raw)
+        return 7 <= len(d) <= 15 and not re.fullmatch(r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}", raw.strip())
+    if sd.value == "number":
+        return to_number(raw) is not None
+    return True
+
+
+def _family(sd: SlotDef, word: str | None) -> str:
+    w = norm_value(word)
+    for fam, rxs in sd.families.items():
+        if any(r.fullmatch(w) for r in rxs):
+            return fam
+    if not sd.families or not w:
+        return w
+    for fam, rxs in sd.families.items():     # any word of the phrase ("swim race")
+        if any(r.fullmatch(tok) for tok in w.split() for r in rxs):
+            return fam
+    return w
+
+
+def _key(sd: SlotDef, m: re.Match, value: str | None) -> str:
+    gd = m.groupdict()
+    if sd.mode == "polar":
+        return _singular(_family(sd, value))
+    if sd.mode == "count":
+        return _family(sd, gd.get("k") or "")
+    return ""
+
+
+def _singular(w: str) -> str:
+    words = w.split()
+    if words and len(words[-1]) > 3 and words[-1].endswith("s") and not words[-1].endswith("ss"):
+        words[-1] = words[-1][:-1]
+    return " ".join(words)
+
+
+class Extractor:
+    """Reads slots and cues from texts with one compiled pack.
+
+    A regex is run on a clause only if the clause contains one of its required literals
+    (``slotpack.required_literals``). ``prefilter=False`` is the plain reference the fast
+    path must match: it checks each regex's literals one by one and searches every guard.
+    """
+
+    def __init__(self, pack: Pack, prefilter: bool = True):
+        self.pack = pack
+        self._plain = not prefilter
+        # compiled once per pack (a pack is read-only once loaded) and shared
+        key = "_extractor_plain" if self._plain else "_extractor"
+        parts = pack.__dict__.get(key)
+        if parts is None:
+            parts = pack.__dict__[key] = self._compile(pack, prefilter)
+        self.guards, self._prefilter, self._guard_bits, self._plans, self._cue_plan, self._cue_bits = parts
+
+    @staticmethod
+    def _compile(pack: Pack, prefilter: bool) -> tuple:
+        guards = _Guards(pack)
+        every = [r for sd in pack.slots for r in _slot_regexes(sd)] + [c.pattern for c in pack.cues]
+        pf = Prefilter(every + guards.patterns())
+        bit = pf.bit
+        guard_bits = 0
+        if prefilter:
+            guards.use_prefilter(bit)
+            for r in guards.patterns():
+                guard_bits |= bit(r)
+        plans = [(sd, _SlotPlan(sd, bit)) for sd in pack.slots]
+        cue_plan = tuple((bit(c.pattern), c) for c in pack.cues)
+        cue_bits = 0
+        for b, _ in cue_plan:
+            cue_bits |= b
+        return guards, pf, guard_bits, plans, cue_plan, cue_bits
+
+    def _masks(self, parts: list[tuple[str, str]]) -> list[int]:
+        """Per clause, the bits of the regexes that may match it (or a part of it).
+
+        Guards are prefiltered only in clauses of printable ASCII without double spaces.
+        Elsewhere they are always searched: the negation guard reads the last words of a
+        prefix re-joined by single spaces. A clause with any non-ASCII letter runs every
+        regex: ignoring case matches letters that ``lower()`` does not map to the literals
+        ("ſ" for "s", the Kelvin sign for "k"), so no literal test can rule a regex out.
+        """
+        if self._plain:
+            return [self._prefilter.mask_one_by_one(c.lower()) if c.isascii() else ALL for c, _ in parts]
+        mask, guards = self._prefilter.mask, self._guard_bits
+        return [(mask(c.lower()) if _plain_ascii(c) else mask(c.lower()) | guards) if c.isascii() else ALL
+                for c, _ in parts]
+
+    # -- public
+    def read(self, text: str, subject_words: frozenset[str] = frozenset()) -> Reading:
+        t = normalize(text)
+        parts = clauses(t)
+        masks = self._masks(parts)
+        slots = tuple(self.slots(t, parts, masks=masks))
+        cues = tuple(self.cues(parts, masks))
+        return Reading(t, slots, cues, self.anchors(t, subject_words), self.entity(t))
+
+    def slots(self, t: str, parts: list[tuple[str, str]] | None = None,
+              category: str | None = None, masks: list[int] | None = None) -> list[Slot]:
+        parts = clauses(t) if parts is None else parts
+        masks = self._masks(parts) if masks is None else masks
+        anywhere = 0
+        for m in masks:
+            anywhere |= m
+        infos: list[_Clause] = []
+        out: list[Slot] = []
+        for sd, plan in self._plans:
+            if category and category != "general" and sd.category != category:
+                continue
+            if not anywhere & plan.bits:
+                continue                    # none of the slot's regexes can match this text
+            if not infos:
+                infos = [self._info(c, s, m) for (c, s), m in zip(parts, masks)]
+            out.extend(self._slot(sd, plan, infos))
+        return _dedupe(out)
+
+    def _info(self, clause: str, sentence: str, mask: int) -> "_Clause":
+        return _Clause(clause, self.guards.question(sentence), mask, self.guards)
+
+    def cues(self, parts: list[tuple[str, str]], masks: list[int] | None = None) -> list[CueHit]:
+        hits = []
+        masks = self._masks(parts) if masks is None else masks
+        if not any(m & self._cue_bits for m in masks):
+            return hits
+        for (clause, sentence), mask in zip(parts, masks):
+            if self.guards.question(sentence):
+                continue
+            for bit, cue in self._cue_plan:
+                if not mask & bit:
+                    continue
+                for m in cue.pattern.finditer(clause):
+                    prefix = clause[:m.start()]
+                    if (self.guards.hedged(prefix, mask) or self.guards.third_party(prefix, mask)
+                            or self.guards.negated(prefix, mask)):
+                        continue
+                    after = clause[m.end():]
+                    after_words = _WORD.findall(re.split(r"\band\b", after)[0])
+                    if m.groupdict().get("o"):
+                        scope_words = _WORD.findall(m.group("o"))
+                    elif len(after_words) < 2:
+                        scope_words = _WORD.findall(clause)
+                    else:
+                        scope_words = _WORD.findall(m.group(0)) + after_words[:_MAX_SCOPE_WORDS]
+                    hits.append(CueHit(
+                        cue=m.group(0), scope=frozenset(_anchor_forms(scope_words)),
+                        confidence=cue.confidence, new_value=_clean(m.groupdict().get("n")),
+                        evidence=clause))
+        return hits
+
+    def entity(self, t: str) -> str | None:
+        """The name a text opens a sentence with as its subject ("Tomasz is ...", "Priya's")."""
+        for m in _NAMED_SUBJECT.finditer(t):
+            name = m.group(1)
+            low = name.lower()
+            if low in self.pack.stopwords or low in self.pack.generic_words or low in _NOT_NAMES:
+                continue
+            return low
+        return None
+
+    def anchors(self, t: str, subject_words: frozenset[str] = frozenset()) -> frozenset[str]:
+        """Salient words of a text: what a cue must mention to end this fact."""
+        words = _WORD.findall(t)
+        skip = {w.lower() for w in subject_words}
+        if len(words) > 1 and words[0][:1].isupper() and (
+                words[0].endswith("'s") or words[1].lower() in _SUBJECT_VERBS):
+            skip.add(words[0].lower().removesuffix("'s"))
+        keep = []
+        for w in words:
+            lw = w.lower().removesuffix("'s")
+            if lw in skip or lw in self.pack.stopwords or lw in self.pack.generic_words:
+                continue
+            if len(lw) < 3 or (lw.isdigit() and len(lw) < 4):
+                continue
+            keep.append(w)
+        return frozenset(_anchor_forms(keep))
+
+    # -- one slot definition over all clauses
+    def _slot(self, sd: SlotDef, plan: "_SlotPlan", infos: list["_Clause"]) -> list[Slot]:
+        out: list[Slot] = []
+        for info in infos:
+            mask = info.mask
+            if info.question or not mask & plan.bits:
+                continue                # no regex of this slot can match this clause
+            taken: list[tuple[int, int]] = []
+            if mask & plan.end_bits:
+                self._ends(sd, plan.end, info, taken, out)
+            if mask & plan.event_bits:
+                self._events(sd, plan.event, info, out)
+            if mask & plan.deny_bits:
+                self._asserts(sd, plan.deny, -1, info, taken, out)
+            if mask & plan.assert_bits:
+                self._asserts(sd, plan.assert_, 1, info, taken, out)
+        out.extend(self._terms(sd, plan, infos))
+        return out
+
+    def _usable(self, sd: SlotDef, info: "_Clause", m: re.Match,
+                allow_past: bool = False) -> tuple[bool, bool]:
+        """(usable, negated) for a match in this clause."""
+        g, mask = self.guards, info.mask
+        prefix = info.text[:m.start()]
+        if g.hedged(prefix, mask) or (not allow_past and g.past(prefix, mask)):
+            return False, False
+        if not sd.about_others and g.third_party(prefix, mask):
+            return False, False
+        return True, g.negated(prefix, mask)
+
+    def _ends(self, sd: SlotDef, rxs, info: "_Clause", taken: list, out: list[Slot]) -> None:
+        clause, mask = info.text, info.mask
+        for bit, r in rxs:
+            if not mask & bit:
+                continue
+            for m in r.finditer(clause):
+                usable, neg = self._usable(sd, info, m, allow_past=True)
+                if not usable or neg or _overlaps(taken, m):
+                    continue
+                raw = _clean(m.groupdict().get("v"))
+                if raw is not None and not _valid(sd, raw, self.pack):
+                    raw = None
+                    if sd.mode != "progress" and "v" in m.groupdict() and m.group("v"):
+                        continue
+                new = _clean(m.groupdict().get("n"))
+                if new is not None and not _valid(sd, new, self.pack):
+                    new = None
+                    if sd.mode == "progress":
+                        continue
+                q = (m.groupdict().get("q") or "").strip().lower() or None
+                taken.append((m.start(), m.end()))
+                out.append(Slot(sd.name, sd.category, sd.mode, _key(sd, m, raw),
+                                self._value(sd, raw), raw, kind="end", polarity=-1,
+                                new_value=new, qualifier=q, evidence=clause))
+
+    def _events(self, sd: SlotDef, rxs, info: "_Clause", out: list[Slot]) -> None:
+        clause, mask = info.text, info.mask
+        for bit, r in rxs:
+            if not mask & bit:
+                continue
+            for m in r.finditer(clause):
+                usable, neg = self._usable(sd, info, m)
+                if not usable or neg:
+                    continue
+                delta = -1 if _LOSS.search(m.group(0)) else 1
+                out.append(Slot(sd.name, sd.category, sd.mode, _key(sd, m, None), None, None,
+                                kind="event", delta=delta, evidence=clause))
+
+    def _asserts(self, sd: SlotDef, rxs, polarity: int, info: "_Clause", taken: list,
+                 out: list[Slot]) -> None:
+        clause, mask = info.text, info.mask
+        for bit, r in rxs:
+            if not mask & bit:
+                continue
+            for m in r.finditer(clause):
+                usable, neg = self._usable(sd, info, m)
+                if not usable or _overlaps(taken, m) or (sd.category == "location" and info.temporary):
+                    continue
+                if sd.mode == "polar" and self.guards.has("restrict", clause[m.end():], mask):
+                    continue
+                gd = m.groupdict()
+                raw = _clean(gd.get("v"))
+                if sd.mode == "count" and polarity == -1:
+                    raw = "0"
+                if raw is None or not _valid(sd, raw, self.pack):
+                    continue
+                pol = -polarity if neg else polarity
+                taken.append((m.start(), m.end()))
+                out.append(Slot(sd.name, sd.category, sd.mode, _key(sd, m, raw),
+                                self._value(sd, raw), raw, polarity=pol,
+                                held_days=info.held, held_year=info.year,
+                                replacement=info.replacement,
+                                current=self._current(clause, m.start(), mask),
+                                addition=info.addition, evidence=clause))
+
+    def _terms(self, sd: SlotDef, plan: "_SlotPlan", infos: list["_Clause"]) -> list[Slot]:
+        if not plan.terms:
+            return []
+        found = self._term_hits(sd, plan.terms, plan.terms_bits, infos, implied=False)
+        if not any(s.polarity > 0 for s in found) and plan.implied:
+            found += self._term_hits(sd, plan.implied, plan.implied_bits, infos, implied=True)
+        return found
+
+    def _term_hits(self, sd, table, bits: int, infos: list["_Clause"], implied: bool) -> list[Slot]:
+        g = self.guards
+        out = []
+        for info in infos:
+            clause, mask = info.text, info.mask
+            if info.question or not mask & bits:
+                continue
+            for value, rxs in table:
+                for bit, r in rxs:
+                    if not mask & bit:
+                        continue
+                    for m in r.finditer(clause):
+                        prefix = clause[:m.start()]
+                        if g.hedged(prefix, mask) or g.past(prefix, mask):
+                            continue
+                        if not implied and not sd.about_others and g.third_party(prefix, mask):
+                            continue
+                        pol = -1 if g.negated(prefix, mask) else 1
+                        current = self._current(clause, m.start(), mask)
+                        out.append(Slot(sd.name, sd.category, sd.mode, "", value, m.group(0),
+                                        polarity=pol, held_days=info.held, held_year=info.year,
+                                        implied=implied, current=current,
+                                        evidence=clause))
+        return out
+
+    def _current(self, clause: str, pos: int, mask: int = ALL) -> bool:
+        """Whether the comma-separated part of the clause around ``pos`` says "now"."""
+        start = clause.rfind(",", 0, pos) + 1
+        end = clause.find(",", pos)
+        return self.guards.has("current", clause[start:end if end >= 0 else len(clause)], mask)
+
+    def _value(self, sd: SlotDef, raw: str | None) -> str | None:
+        if raw is None:
+            return None
+        if sd.value == "phone":
+            return digits(raw)
+        if sd.value == "number":
+            n = to_number(raw)
+            return None if n is None else f"{n:g}"
+        if sd.mode == "polar":
+            return _singular(_family(sd, raw))
+        return norm_value(raw)
+
+
+def _slot_regexes(sd: SlotDef) -> tuple[re.Pattern, ...]:
+    return (*sd.assert_, *sd.deny, *sd.end, *sd.event,
+            *(x for rs in sd.terms.values() for x in rs),
+            *(x for rs in sd.implied.values() for x in rs))
+
+
+class _SlotPlan:
+    """A slot's regexes, each paired with its prefilter bit, in the order they are run."""
+
+    def __init__(self, sd: SlotDef, bit):
+        def paired(rxs):
+            return tuple((bit(r), r) for r in rxs)
+        self.end, self.event = paired(sd.end), paired(sd.event)
+        self.deny, self.assert_ = paired(sd.deny), paired(sd.assert_)
+        self.terms = tuple((value, paired(rxs)) for value, rxs in sd.terms.items())
+        self.implied = tuple((value, paired(rxs)) for value, rxs in sd.implied.items())
+
+        def bits(rxs) -> int:
+            out = 0
+            for r in rxs:
+                out |= bit(r)
+            return out
+        self.end_bits, self.event_bits = bits(sd.end), bits(sd.event)
+        self.deny_bits, self.assert_bits = bits(sd.deny), bits(sd.assert_)
+        self.terms_bits = bits(r for rs in sd.terms.values() for r in rs)
+        self.implied_bits = bits(r for rs in sd.implied.values() for r in rs)
+        self.bits = bits(_slot_regexes(sd))
+
+
+def _plain_ascii(clause: str) -> bool:
+    return clause.isascii() and clause.isprintable() and "  " not in clause
+
+
+def _overlaps(taken: list[tuple[int, int]], m: re.Match) -> bool:
+    return any(m.start() < e and s < m.end() for s, e in taken)
+
+
+_SUBJECT_VERBS = {"is", "has", "was", "had", "works", "lives", "likes", "loves", "thinks",
+                  "believes", "wants", "plans", "recently", "started", "got", "spends",
+                  "enjoys", "feels", "finds", "asked", "took", "left", "lost", "won",
+                  "participated", "organized", "worked", "signed", "discussed", "seems",
+                  "plays", "prefers", "speaks", "drives", "adopted", "moved", "joined",
+                  "married", "and", "said", "says", "went", "became", "decided"}
+
+
+_NAMED_SUBJECT = re.compile(
+    r"(?:^|[:.!?;]\s+)([A-Z][a-z\u00C0-\u024F]+)(?:'s\b|(?:\s+(?:just|recently|now|finally|also|still|"
+    r"actually|really|has|have|had|never|always))?\s+(?:" + "|".join(sorted(_SUBJECT_VERBS - {"and"}))
+    + r")\b)")
+_NOT_NAMES = {"user", "she", "he", "they", "we", "it", "this", "that", "there", "here", "everyone",
+              "someone", "nobody", "honestly", "actually", "also", "just", "mom", "mum", "dad",
+              "mother", "father", "parents", "sister", "brother", "son", "daughter", "kids", "wife",
+              "husband", "partner", "girlfriend", "boyfriend", "fiance", "fiancee", "friend", "boss",
+              "neighbour", "neighbor", "baby", "family", "phone", "email", "number", "address",
+              "title", "favorite", "favourite", "diet", "team", "religion", "car", "age", "height",
+              "weight", "status", "name", "birthday", "everything", "nothing", "today", "yesterday"}
+
+
+def _anchor_forms(words) -> list[str]:
+    """Stemmed forms of words; e-mail addresses also give their local part and domain."""
+    out = []
+    for w in words:
+        out.extend(_word_forms(w))
+    return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _word_forms(w: str) -> tuple[str, ...]:
+    """``_anchor_forms`` of one word (words recur from text to text: computed once)."""
+    out = []
+    lw = w.lower().strip(".,'\"")
+    if "@" in lw:
+        local, _, domain = lw.partition("@")
+        out.append(lw)
+        out.extend(p for p in re.split(r"[.\-_]", local + "." + domain) if len(p) >= 3
+                   and p not in {"com", "org", "net", "edu", "gmail", "mail"})
+        return tuple(out)
+    if "-" in lw and not lw.startswith("-"):
+        out.extend(stem(p) for p in lw.split("-") if len(p) >= 3)
+    out.append(stem(lw))
+    return tuple(out)
+
+
+def _dedupe(slots: list[Slot]) -> list[Slot]:
+    seen = set()
+    out = []
+    for s in slots:
+        k = (s.name, s.key, s.value, s.kind, s.polarity, s.new_value, s.delta)
+        if k in seen:
+            continue
+        seen.add(k)
+        out.append(s)
+    return out
+
+
+def extract_slots(text: str, pack: Pack, category: str | None = None) -> list[Slot]:
+    """Slots of one text (a convenience over ``Extractor``)."""
+    t = normalize(text)
+    return Extractor(pack).slots(t, category=category)
+
+
+def infer_category(text: str, pack: Pack) -> str | None:
+    """The category a text is about: its first slot's, else the pack's keyword rules."""
+    ex = Extractor(pack)
+    t = normalize(text)
+    for s in ex.slots(t):
+        return s.category
+    for cat, rxs in pack.category_words.items():
+        if _any(rxs, t):
+            return cat
+    return None

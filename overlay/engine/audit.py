@@ -1,0 +1,247 @@
+"""`audit`: sync the chosen sources into the overlay at `--as-of`, then judge the result.
+
+The result is streamed: the summary comes from one SQL aggregate, the facts from a
+cursor over the overlay, so a million-fact audit never holds its facts in memory.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import time
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Sequence
+
+from memwatch_overlay.connectors.recognize import GENERIC_PRESETS, detect, source_from_detection
+from memwatch_overlay.rules.config import Config, SourceConfig
+from memwatch_overlay.overlay.engine import gate
+from memwatch_overlay.core import fastjson as jsontext
+from memwatch_overlay.core.errors import ConfigError
+from memwatch_overlay.core.redact import redact_dsn
+from memwatch_overlay.overlay.store.database import REPORT_COLUMNS, OverlayStore
+from memwatch_overlay.overlay.engine.sync import SyncEngine, SyncStats
+from memwatch_overlay.core.timeparse import to_iso
+
+REPORT_VERSION = 1
+
+
+def resolve_sources(target: str | None, config: Config | None, source_name: str | None = None,
+                    overlay: OverlayStore | None = None) -> tuple[Config, list[SourceConfig]]:
+    """Which sources an audit reads: TARGET alone (detected), the config's, or both."""
+    if config is None:
+        if not target:
+            raise ConfigError("give a TARGET (store file or postgresql:// DSN) or --config", field="TARGET")
+        det = detect(target)
+        return Config(), [source_from_detection(det, name=_zero_config_name(target, overlay, det))]
+    if target is None:
+        if not config.sources:
+            raise ConfigError("the config has no [[sources]]; add one or give a TARGET", field="sources",
+                              path=str(config.path))
+        chosen = [config.source(source_name)] if source_name else config.sources
+        return config, chosen
+    if source_name:
+        source = config.source(source_name)
+    elif len(config.sources) == 1:
+        source = config.sources[0]
+    elif not config.sources:
+        det = detect(target)
+        return config, [source_from_detection(det, name=_zero_config_name(target, overlay, det))]
+    else:
+        raise ConfigError("the config has several sources; name one with --source", field="--source")
+    if target.startswith(("postgresql://", "postgres://")):
+        source = dataclasses.replace(source, dsn=target, dsn_env=None, path=None)
+    else:
+        source = dataclasses.replace(source, path=str(Path(target).resolve()))
+    return config, [source]
+
+
+def _zero_config_name(target: str, overlay: OverlayStore | None, det=None) -> str:
+    """A stable source name for a detected store: the preset's name (`mem0`, `langgraph`)
+    or the file stem, suffixed with a short hash of the target when another store already
+    uses that name in this overlay (three memlife files stay three sources)."""
+    is_dsn = target.startswith(("postgresql://", "postgres://"))
+    best = det.matches[0].preset if det is not None and det.matches else "generic"
+    if best not in GENERIC_PRESETS:
+        name = best
+    elif is_dsn:
+        name = target.rsplit("/", 1)[-1].split("?")[0] or "postgres"
+    else:
+        name = Path(target).stem
+    identity = redact_dsn(target) if is_dsn else str(Path(target).resolve())
+    if overlay is not None:
+        row = overlay.source_row(name)
+        if row is not None and row["target"] != identity:
+            name = f"{name}-{hashlib.blake2b(identity.encode(), digest_size=3).hexdigest()}"
+    return name
+
+
+@dataclasses.dataclass
+class AuditResult:
+    """What an audit found; `header()` and `iter_facts()` give the JSON contract."""
+
+    store: OverlayStore
+    engine: SyncEngine
+    as_of: float
+    source_ids: list[int]
+    sources: list[SourceConfig]
+    thresholds: dict
+    stats: list[SyncStats]
+    summary: dict = dataclasses.field(default_factory=dict)
+    violations: list[gate.Violation] = dataclasses.field(default_factory=list)
+    scoped_thresholds: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return not self.violations
+
+    def by(self, group: str) -> dict[str, dict]:
+        return self.store.summary(self.source_ids, group_by=group)
+
+    def header(self) -> dict:
+        return {"version": REPORT_VERSION, "as_of": to_iso(self.as_of), "passed": self.passed,
+                "summary": self.summary, "thresholds": self.thresholds,
+                "violations": [v.message for v in self.violations],
+                **({"scoped_thresholds": self.scoped_thresholds} if self.scoped_thresholds else {}),
+                "sources": [{"name": s.name, "connector": s.connector, "preset": s.preset,
+                             "target": s.target} for s in self.sources]}
+
+    def iter_facts(self, order: str = "f.id", limit: int | None = None) -> Iterator[dict]:
+        yield from fact_dicts(self.store.iter_report_rows(self.source_ids, order=order, limit=limit))
+
+    def contradictions(self) -> Iterator[dict]:
+        return self.store.iter_contradictions(self.source_ids)
+
+    def count_contradictions(self) -> int:
+        return self.store.count_contradictions(self.source_ids)
+
+    def contradiction_evidence(self, older_ref: str) -> list[dict]:
+        return self.store.contradiction_evidence(older_ref)
+
+    def close(self) -> None:
+        self.store.close()
+
+
+# Column of a FACT_SELECT row (read by name) holding each field of REPORT_COLUMNS.
+_ROW_NAMES = tuple({"source": "source_name", "table": "tbl"}.get(name, name) for name, _ in REPORT_COLUMNS)
+
+
+def fact_dict(row) -> dict:
+    """One overlay row (FACT_SELECT, read by name) in the audit JSON contract's `facts[]` shape."""
+    return next(fact_dicts([tuple(row[name] for name in _ROW_NAMES)]))
+
+
+def fact_dicts(rows: Iterable[Sequence]) -> Iterator[dict]:
+    """Rows of REPORT_COLUMNS (by position) in the audit JSON contract's `facts[]` shape."""
+    iso = _IsoTexts()    # a sync stamps many facts with one first_seen
+
+    for (source, table, pk, ref, subject, key, text, category, created_at, updated_at, age_days,
+         freshness, label, days_left, days_until_expired, expires_at, expired_by, confidence, status,
+         contradicted_by, first_seen, annotations_json) in rows:
+        yield {
+            "source": source, "table": table, "pk": jsontext.loads(pk), "ref": ref,
+            "subject": subject, "key": key, "text": text, "category": category,
+            "created_at": iso[created_at], "updated_at": iso[updated_at],
+            "age_days": age_days, "freshness": freshness, "label": label,
+            "days_left": days_left, "days_until_expired": days_until_expired,
+            "expires_at": iso[expires_at], "expired_by": expired_by,
+            "confidence": confidence, "status": status,
+            "contradicted_by": contradicted_by.split("\x1f") if contradicted_by else [],
+            "first_seen": iso[first_seen],
+            "annotations": jsontext.loads(annotations_json) if annotations_json not in (None, "", "[]") else [],
+        }
+
+
+class _IsoTexts(dict):
+    """epoch -> to_iso(epoch), computed on first use; holds at most `size` epochs."""
+
+    def __init__(self, size: int = 4096):
+        super().__init__({None: None})
+        self.size = size
+
+    def __missing__(self, epoch: float) -> str:
+        if len(self) > self.size:
+            self.clear()
+            self[None] = None
+        text = self[epoch] = to_iso(epoch)
+        return text
+
+
+def overlay_target(config: Config | None, overlay_path: str | None) -> str:
+    """Where the overlay lives: --overlay, else [overlay] dsn, else [overlay] path (a file)."""
+    if overlay_path:
+        return str(overlay_path)
+    cfg = config or Config()
+    return cfg.overlay_dsn or str(cfg.resolved_overlay_path())
+
+
+def open_overlay(config: Config | None, overlay_path: str | None) -> OverlayStore:
+    """The overlay store: SQLite for a file, Postgres for a postgresql:// DSN."""
+    return OverlayStore(overlay_target(config, overlay_path))
+
+
+def judge(result: AuditResult, config: Config) -> None:
+    """Fill the summary and the gate's violations (overall, per category, per source)."""
+    result.summary = result.store.summary(result.source_ids)
+    result.violations = gate.evaluate(result.summary, result.thresholds)
+    scoped = result.scoped_thresholds = gate.scoped_thresholds(config.ci)
+    if scoped:
+        groups = {table: result.by(gate.SCOPES[table]) for table in scoped}
+        result.violations += gate.evaluate_scoped(scoped, groups)
+
+
+def audit(target: str | None = None, config: Config | None = None, *, as_of: float | None = None,
+          overlay_path: str | None = None, source_name: str | None = None,
+          thresholds: dict | None = None, detector=None,
+          on_progress: Callable[[str, int], None] | None = None) -> AuditResult:
+    """Sync the chosen sources fully at `as_of` and return the judged result.
+
+    Example:
+        result = audit("my_agent.db", as_of=parse_as_of("2026-11-29"))
+        print(result.summary["stale"], result.passed)
+    """
+    as_of = time.time() if as_of is None else as_of
+    store = open_overlay(config, overlay_path)
+    try:
+        cfg, sources = resolve_sources(target, config, source_name, store)
+        if detector is None:
+            from memwatch_overlay.overlay.detect.blocks import make_detector
+            detector = make_detector(cfg)
+        engine = SyncEngine(store, cfg, detector=detector)
+        stats = []
+        for source in sources:
+            progress = (lambda n, name=source.name: on_progress(name, n)) if on_progress else None
+            stats.append(engine.sync(source, as_of=as_of, full=True, on_progress=progress))
+        ids = [store.source_row(s.name)["id"] for s in sources]
+        engine.rescore(as_of, ids)
+        result = AuditResult(store, engine, as_of, ids, sources,
+                             gate.merge_thresholds(cfg.ci, thresholds or {}), stats)
+        judge(result, cfg)
+        store.record_run("audit", as_of, [s.name for s in sources], result.passed, result.summary)
+        return result
+    except BaseException:
+        store.close()
+        raise
+
+
+def overlay_report(config: Config | None, *, overlay_path: str | None = None, as_of: float | None = None,
+                   source_name: str | None = None, thresholds: dict | None = None) -> AuditResult:
+    """`report`: the overlay's current state, rescored at `as_of`, without reading any source."""
+    as_of = time.time() if as_of is None else as_of
+    store = open_overlay(config, overlay_path)
+    try:
+        cfg = config or Config()
+        rows = store.sources()
+        if source_name:
+            rows = [r for r in rows if r["name"] == source_name]
+        ids = [r["id"] for r in rows]
+        engine = SyncEngine(store, cfg)
+        engine.rescore(as_of, ids)
+        sources = [SourceConfig(name=r["name"], connector=r["connector"], preset=r["preset"],
+                                path=r["target"] if r["connector"] != "postgres" else None,
+                                dsn=r["target"] if r["connector"] == "postgres" else None) for r in rows]
+        result = AuditResult(store, engine, as_of, ids, sources,
+                             gate.merge_thresholds(cfg.ci, thresholds or {}), [])
+        judge(result, cfg)
+        return result
+    except BaseException:
+        store.close()
+        raise

@@ -1,0 +1,383 @@
+"""One sync of one source: read -> categorise -> score -> persist -> detect, in one transaction.
+
+The overlay keeps, per source, a cursor and a sync number, stored in the same
+transaction as the facts (a crash loses the whole sync, never half of it, and the
+next sync starts again from the last committed cursor; upserts by key make the
+re-read harmless). A full read (audit, a daemon's first sync) sees every live record,
+so whatever the overlay holds that was not seen is marked `deleted` in the source.
+Incremental reads (`full=False`) pass the stored cursor, touch only what changed and
+never mark anything deleted: that is the deletion pass's job (`sync_deletions`, keys
+only, at a lower frequency).
+
+Every scored fact also gets `next_change`, the epoch at which its label would change
+if nothing else did; `rescore_due()` rescores just the facts whose time has come.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Callable
+
+from memwatch_overlay.connectors.base import Connector, Record, make_ref
+from memwatch_overlay.connectors.registry import make_connector
+from memwatch_overlay.rules.categorize import Categorizer
+from memwatch_overlay.rules.config import MAPPING_KEYS, Config, SourceConfig
+from memwatch_overlay.overlay.engine.scoring import DAY, CategoryPolicy, Score, score_fact
+from memwatch_overlay.overlay.store.database import OverlayStore
+
+BATCH = 2000
+BULK_MIN = 50_000   # a full sync past this many records (and a quarter of the overlay) loads in bulk
+LIVE_STATUSES = ("active", "contradicted")
+RESCORE_CHUNK = 900   # ids per `IN (…)`: well under SQLite's bound-variable limit
+
+
+@dataclass
+class SyncStats:
+    source: str
+    rows_read: int = 0
+    records: int = 0
+    changed: int = 0
+    deleted: int = 0
+    contradictions: int = 0
+    comparisons: int = 0
+    keys_read: int = 0          # deletion pass: keys read from the source
+    missing: int = 0            # deletion pass: source rows the overlay did not have
+    full: bool = False
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def content_hash(rec: Record) -> str:
+    """What makes a fact 'changed' (access counters are not content).
+
+    blake2b over repr(part) + 0x1f for each part, as one string.
+    """
+    data = (f"{rec.text!r}\x1f{rec.key!r}\x1f{rec.subject!r}\x1f{rec.category!r}\x1f{rec.created_at!r}\x1f"
+            f"{rec.updated_at!r}\x1f{rec.expires_at!r}\x1f{rec.status!r}\x1f")
+    return _blake2b(data.encode("utf-8", "replace"), digest_size=12).hexdigest()
+
+
+_blake2b = hashlib.blake2b
+
+
+def pk_json(pk: dict[str, str]) -> str:
+    """How a record's key is stored in facts.pk (the deletion pass must match it exactly):
+    `json.dumps(pk)`, with a fast path giving the same text for the usual string values."""
+    try:
+        if len(pk) == 1:
+            for k, v in pk.items():
+                return "{" + _enc(k) + ": " + _enc(v) + "}"
+        return "{" + ", ".join([_enc(k) + ": " + _enc(v) for k, v in pk.items()]) + "}"
+    except TypeError:
+        return json.dumps(pk, sort_keys=False)
+
+
+_enc = json.encoder.encode_basestring_ascii   # what json.dumps uses for str (ensure_ascii)
+
+
+class SyncEngine:
+    """Brings the overlay up to date with sources; shared by audit and the daemon."""
+
+    def __init__(self, store: OverlayStore, config: Config, detector=None):
+        self.store = store
+        self.config = config
+        self.categorizer = Categorizer(config.rules, known=set(config.categories))
+        self.detector = detector
+        # guard(store, source_name) -> context manager entered inside each sync's transaction
+        # (overlay/store/leases.py fences a sync with the source's lease); None: no guard.
+        self.guard: Callable | None = None
+
+    # -- what the facts were computed from ------------------------------------------------
+    def fingerprint(self, source: SourceConfig) -> str:
+        """A hash of everything a source's facts depend on besides the data: mapping, rules,
+        categories, thresholds. The daemon resyncs a source fully when it changes."""
+        cfg = self.config
+        parts = [source.connector, source.preset, source.target, source.table, source.query, source.id,
+                 source.where, source.records, [getattr(source, k) for k in MAPPING_KEYS],
+                 [(r.category, r.source, r.key, [p.pattern for p in r.text]) for r in cfg.rules],
+                 sorted((k, p.half_life_days, p.ttl_days) for k, p in cfg.categories.items()),
+                 (cfg.thresholds.fresh, cfg.thresholds.aging, cfg.thresholds.stale)]
+        return hashlib.blake2b(json.dumps(parts, default=str).encode(), digest_size=12).hexdigest()
+
+    # -- scoring ------------------------------------------------------------------------
+    def score(self, category: str, learned_at: float | None, as_of: float, access_count: int,
+              accessed_at: float | None, expires_at: float | None, confirmed_at: float | None = None,
+              confirmations: int = 0) -> Score:
+        """Freshness (the design's formula) and confidence (erosion since the last confirmation)."""
+        cfg = self.config
+        if confirmed_at is None or confirmed_at == learned_at:
+            # confirmed when learned: score_fact computes the confidence on the age it has
+            return score_fact(as_of, learned_at, cfg.policy(category), cfg.thresholds, access_count,
+                              accessed_at, expires_at, lifecycle=cfg.lifecycle, confirmations=confirmations)
+        return score_fact(as_of, learned_at, cfg.policy(category), cfg.thresholds, access_count, accessed_at,
+                          expires_at, confidence=cfg.lifecycle.confidence(as_of, confirmed_at, confirmations))
+
+    def score_row(self, row, as_of: float) -> Score:
+        """Score a stored fact; a person's refresh and first sight count as learning."""
+        learned = _latest(row["created_at"], row["updated_at"], row["refreshed_at"])
+        if learned is None:
+            learned = row["first_seen"]
+        return self.score(row["category"], learned, as_of, row["access_count"], row["accessed_at"],
+                          row["expires_at"], learned, row["confirmations"])
+
+    @staticmethod
+    def next_change_at(as_of: float, score: Score, now: float) -> float | None:
+        """Epoch at which `score`'s label next changes (None: never by time alone).
+
+        A label computed for a future moment (`audit --as-of` ahead of the clock) is
+        due again at once (0): at the real time it may be a different label.
+        """
+        if score.next_change_days is None:
+            return None
+        if as_of > now + 1.0:
+            return 0.0
+        return as_of + score.next_change_days * DAY
+
+    def rescore(self, as_of: float, source_ids: list[int] | None = None, fact_ids: list[int] | None = None) -> int:
+        """Live facts not yet scored at `as_of` (audit, report; `fact_ids`: just those)."""
+        now = time.time()
+        return self.store.rescore(partial(self.score_row, as_of=as_of), as_of, source_ids, fact_ids=fact_ids,
+                                  next_change=partial(self.next_change_at, now=now))
+
+    def rescore_due(self, now: float | None = None, source_ids: list[int] | None = None) -> int:
+        """Only facts whose label can have changed by `now` (the daemon's schedule)."""
+        now = time.time() if now is None else now
+        return self.store.rescore_due(partial(self.score_row, as_of=now), now, now,
+                                      partial(self.next_change_at, now=now), source_ids)
+
+    def _rescore_pending(self, source_id: int, as_of: float) -> None:
+        """Facts the upsert left unscored (their age depends on overlay state)."""
+        now = time.time()
+        self.store.rescore_due(partial(self.score_row, as_of=as_of), as_of, 0.0,
+                               partial(self.next_change_at, now=now), [source_id])
+
+    # -- sync -----------------------------------------------------------------------------
+    def sync(self, source: SourceConfig, as_of: float | None = None, full: bool = True,
+             connector: Connector | None = None,
+             on_progress: Callable[[int], None] | None = None) -> SyncStats:
+        """Read `source` (all of it when `full`, else from the stored cursor) into the overlay.
+
+        `full=False` never marks facts deleted: records it does not read are simply unchanged.
+        """
+        started = time.monotonic()
+        now = time.time()
+        as_of = now if as_of is None else as_of
+        own = connector is None
+        connector = connector or make_connector(source)
+        stats = SyncStats(source.name, full=full)
+        if own:
+            connector.open()
+        warned = len(connector.warnings)
+        try:
+            store = self.store
+            guard = self.guard(store, source.name) if self.guard else contextlib.nullcontext()
+            with store.transaction(), guard:
+                source_id = store.ensure_source(source.name, source.connector, source.target,
+                                                source.preset)
+                sync_no = store.begin_sync(source_id)
+                cursor = None if full else store.cursor_of(source_id)
+                rows_before = connector.rows_read
+                touched, live_delta, replaced = self._ingest(
+                    connector.read(cursor), source_id, sync_no, now, as_of, stats,
+                    track=not full, on_progress=on_progress, bulk=full)
+                # A connector may answer an incremental read with everything (a rewritten
+                # JSON file): then it is a full read after all.
+                read_all = full or getattr(connector, "read_all", False)
+                if read_all:
+                    stats.deleted = store.mark_unseen_deleted(source_id, sync_no)
+                self._rescore_pending(source_id, as_of)
+                stats.changed = self._count_changed(source_id, sync_no)
+                stats.contradictions = self._contradictions(source_id, sync_no, replaced, now, stats,
+                                                            None if read_all else touched)
+                stats.rows_read = connector.rows_read - rows_before
+                store.finish_sync(source_id, sync_no, connector.cursor, stats.rows_read,
+                                  stats.changed + stats.deleted, now, full=full,
+                                  config_hash=self.fingerprint(source) if full else None,
+                                  rows_seen_delta=None if read_all else live_delta)
+        finally:
+            if own:
+                connector.close()
+        stats.warnings = connector.warnings[warned:]
+        stats.seconds = time.monotonic() - started
+        return stats
+
+    def sync_deletions(self, source: SourceConfig, connector: Connector | None = None,
+                       as_of: float | None = None) -> SyncStats:
+        """The deletion pass: read the source's keys only and compare them with the overlay.
+
+        Live facts whose key is gone become `deleted` (kept, not erased); keys the overlay
+        lacks (rows an incremental read could not see, e.g. a reused rowid) are fetched and
+        synced. One transaction; the cursor is left alone.
+        """
+        started = time.monotonic()
+        now = time.time()
+        as_of = now if as_of is None else as_of
+        store = self.store
+        row = store.source_row(source.name)
+        if row is None or row["sync_count"] == 0:
+            return self.sync(source, as_of=as_of, full=True, connector=connector)
+        own = connector is None
+        connector = connector or make_connector(source)
+        stats = SyncStats(source.name)
+        if own:
+            connector.open()
+        warned = len(connector.warnings)
+        try:
+            guard = self.guard(store, source.name) if self.guard else contextlib.nullcontext()
+            with store.transaction(), guard:
+                source_id = row["id"]
+                keys_before, rows_before = connector.keys_read, connector.rows_read
+                store.load_source_keys(pk_json(pk) for pk in connector.keys())
+                stats.keys_read = connector.keys_read - keys_before
+                deleted = store.mark_missing_keys_deleted(source_id)
+                stats.deleted = len(deleted)
+                missing = store.keys_not_in_overlay(source_id)
+                stats.missing = len(missing)
+                touched: list[int] = []
+                replaced: list = []
+                sync_no = store.begin_sync(source_id)
+                if missing:
+                    touched, _, replaced = self._ingest(connector.fetch(json.loads(m) for m in missing),
+                                                        source_id, sync_no, now, as_of, stats, track=True)
+                    self._rescore_pending(source_id, as_of)
+                    stats.changed = self._count_changed(source_id, sync_no)
+                    store.conn.execute("UPDATE sources SET sync_count = ? WHERE id = ?", (sync_no, source_id))
+                stats.contradictions = self._contradictions(source_id, sync_no, replaced, now, stats,
+                                                            touched + deleted)
+                stats.rows_read = connector.rows_read - rows_before
+                store.finish_deletion_scan(source_id, stats.keys_read, now)
+                if stats.deleted or stats.changed:
+                    store.conn.execute("UPDATE sources SET last_change = ? WHERE id = ?", (now, source_id))
+        finally:
+            store.drop_source_keys()
+            if own:
+                connector.close()
+        stats.warnings = connector.warnings[warned:]
+        stats.seconds = time.monotonic() - started
+        return stats
+
+    def _ingest(self, records, source_id: int, sync_no: int, now: float, as_of: float, stats: SyncStats,
+                track: bool, on_progress: Callable[[int], None] | None = None, bulk: bool = False):
+        """Upsert records in batches. With `track`, also return the touched fact ids and the
+        change in live facts (index lookups per batch: O(batch), never a recount). With
+        `bulk`, a large load drops the read-only indexes and rebuilds them at the end."""
+        store = self.store
+        touched: list[int] = []
+        live_delta = 0
+        replaced: list[tuple[str, str, str]] = []
+        batch: list[tuple] = []
+        dropped: list[str] | None = None
+
+        def flush():
+            nonlocal live_delta, dropped
+            if bulk and dropped is None and stats.records >= BULK_MIN \
+                    and stats.records * 4 >= store.max_fact_id():
+                dropped = store.drop_bulk_indexes()
+            if track:
+                pks = list(dict.fromkeys(row[2] for row in batch))
+                before = store.live_count_of(source_id, pks)
+            store.upsert_facts(batch)
+            if track:
+                live_delta += store.live_count_of(source_id, pks) - before
+                touched.extend(store.ids_of(source_id, pks))
+            stats.records += len(batch)
+            batch.clear()
+            if on_progress:
+                on_progress(stats.records)
+
+        fact_row = self._row_builder(source_id, sync_no, now, as_of)
+        for rec in records:
+            batch.append(fact_row(rec))
+            if rec.replaced_by:
+                replaced.append((rec.ref, make_ref(rec.source, rec.table, rec.replaced_by),
+                                 rec.replaced_note or "the source marks it replaced"))
+            if len(batch) >= BATCH:
+                flush()
+        if batch:
+            flush()
+        if dropped:
+            store.create_indexes(dropped)
+        return touched, live_delta, replaced
+
+    def _count_changed(self, source_id: int, sync_no: int) -> int:
+        return self.store.conn.execute(
+            "SELECT count(*) FROM facts WHERE source_id = ? AND changed_sync = ?",
+            (source_id, sync_no)).fetchone()[0]
+
+    def _row_builder(self, source_id: int, sync_no: int, now: float, as_of: float) -> Callable[[Record], tuple]:
+        """fact_row(rec) -> the facts row upsert_facts() takes, categorised and scored.
+
+        The per-record hot path of every sync: what is the same for the whole sync (policies,
+        thresholds, whether `as_of` is ahead of the clock) is looked up once here. The same
+        values as score() and next_change_at() give (tests/test_sync_rows.py)."""
+        categorize = self.categorizer.categorize
+        cfg = self.config
+        thresholds, lifecycle = cfg.thresholds, cfg.lifecycle
+        policies: dict[str, CategoryPolicy] = {}
+        ahead = as_of > now + 1.0          # next_change_at(): due again at once
+
+        def fact_row(rec: Record) -> tuple:
+            category = categorize(rec.source, rec.key, rec.text, rec.category)
+            rec.category = category
+            policy = policies.get(category)
+            if policy is None:
+                policy = policies[category] = cfg.policy(category)
+            created, updated = rec.created_at, rec.updated_at
+            learned = _latest(created, updated)      # Record.learned_at
+            pk, status = rec.pk, rec.status
+            freshness, label, age, left, until, expired_by, confidence, change_days = score_fact(
+                as_of, now if learned is None else learned, policy, thresholds, rec.access_count,
+                rec.accessed_at, rec.expires_at, lifecycle=lifecycle)
+            if change_days is None or status not in LIVE_STATUSES:
+                nxt = None
+            else:
+                nxt = 0.0 if ahead else as_of + change_days * DAY
+            return (source_id, rec.table, pk_json(pk), make_ref(rec.source, rec.table, pk), rec.subject, rec.key,
+                    rec.text, category, created, updated, rec.accessed_at, rec.access_count,
+                    rec.expires_at, content_hash(rec), now, now, sync_no, sync_no, status,
+                    freshness, label, age, left, until, expired_by, as_of, confidence, nxt)
+
+        return fact_row
+
+    def _contradictions(self, source_id: int, sync_no: int, replaced, now: float, stats: SyncStats,
+                        touched: list[int] | None = None) -> int:
+        """Judge changed facts again. `touched` (incremental) limits the status update to the
+        facts this sync wrote or deleted and the facts they contradict; None recomputes all."""
+        store = self.store
+        changed = [r[0] for r in store.conn.execute(
+            "SELECT id FROM facts WHERE source_id = ? AND changed_sync = ?", (source_id, sync_no))]
+        had_any = store.has_contradictions()
+        partners = store.older_partners(changed) if touched is not None and had_any else set()
+        if had_any:
+            store.clear_contradictions_of(changed)
+        found = 0
+        for older_ref, newer_ref, note in replaced:
+            older, newer = store.fact_id(older_ref), store.fact_id(newer_ref)
+            if older is not None and newer is not None:
+                store.add_contradiction(older, newer, "value", 1.0, note, None, now)
+                found += 1
+        if self.detector is not None:
+            from memwatch_overlay.overlay.detect.blocks import detect_changed
+            found += detect_changed(store, self.detector, source_id, sync_no, now, stats)
+        if touched is None:
+            if store.has_contradictions():
+                store.apply_contradiction_status()
+            else:   # nothing contradicts anything: only stale flags need clearing (no rewrite of every fact)
+                store.conn.execute("UPDATE facts SET status = 'active' WHERE status = 'contradicted'")
+        else:
+            ids = set(touched) | set(changed) | partners
+            store.apply_contradiction_status(fact_ids=sorted(ids | store.older_partners(ids)))
+        return found
+
+
+def _latest(*times: float | None) -> float | None:
+    """max() of the times that are not None (None when none is): the moment of learning."""
+    latest = None
+    for t in times:
+        if t is not None and (latest is None or t > latest):
+            latest = t
+    return latest

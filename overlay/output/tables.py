@@ -1,0 +1,136 @@
+"""Table (rich) and JSON renderings of an audit result. Library code never prints:
+these write to the stream or console they are given."""
+from __future__ import annotations
+
+import json
+import re
+from typing import IO
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+
+from memwatch_overlay.core import fastjson as jsontext
+
+LABEL_STYLES = {"fresh": "green", "aging": "yellow", "stale": "dark_orange", "expired": "red"}
+MAX_TABLE_ROWS = 200
+STATUS_MARKS = {"contradicted": " *", "deleted": " †"}
+_UUIDISH = re.compile(r"^[0-9a-f]{8}-|^[0-9a-f]{16,}$|^\d+$", re.I)
+
+
+def write_json(result, out: IO[str]) -> None:
+    """The design's JSON contract, streamed (bounded memory): one fact or contradiction a
+    line, written WRITE_BATCH lines at a time."""
+    header = result.header()
+    out.write("{")
+    for key, value in header.items():
+        out.write(f"{json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}, ")
+    out.write('"facts": [')
+    _write_lines(out, result.iter_facts())
+    out.write('\n], "contradictions": [')
+    _write_lines(out, result.contradictions())
+    out.write("\n]}\n")
+
+
+WRITE_BATCH = 1000   # a write() per fact costs about as much as encoding it
+_encode = jsontext.encoder()
+
+
+def _write_lines(out: IO[str], items) -> None:
+    """`items` JSON-encoded, each on its own line after a comma (none before the first)."""
+    encode = _encode
+    lead, batch = "\n  ", []
+    for item in items:
+        batch.append(encode(item))
+        if len(batch) >= WRITE_BATCH:
+            out.write(lead + ",\n  ".join(batch))
+            lead = ",\n  "
+            batch.clear()
+    if batch:
+        out.write(lead + ",\n  ".join(batch))
+
+
+def _time_left(fact: dict) -> str:
+    """Fresh facts: time until they stop being fresh; older ones: until they expire."""
+    if fact["label"] == "fresh":
+        return _fmt_days(fact["days_left"])
+    if fact["label"] == "expired":
+        return "-"
+    return "exp " + _fmt_days(fact["days_until_expired"])
+
+
+def _fmt_days(value) -> str:
+    if value is None:
+        return "never"
+    return f"{value:,.0f}d" if value >= 1 else f"{value * 24:.0f}h"
+
+
+def render_table(result, console: Console, limit: int = MAX_TABLE_ROWS) -> None:
+    """A summary box, then facts stalest first (like the seed's `memwatch report`)."""
+    s = result.summary
+    total = s["total"] or 1
+    lines = [
+        f"[bold]{s['total']}[/] facts in {len(result.sources)} source(s) as of {result.header()['as_of']}",
+        "  ".join(f"[{LABEL_STYLES[k]}]{k} {s[k]} ({s[k] / total:.0%})[/]"
+                  for k in ("fresh", "aging", "stale", "expired")),
+        f"contradicted {s['contradicted']}   average freshness {s['avg_freshness']:.2f}"
+        + (f"   deleted in source {s['deleted']}" if s.get("deleted") else ""),
+    ]
+    if result.thresholds:
+        verdict = "[green]gate passed[/]" if result.passed else "[red]gate FAILED[/]"
+        lines.append(verdict + "  " + ", ".join(f"{k}={v}" for k, v in result.thresholds.items()))
+    console.print(Panel("\n".join(lines), title="memwatch-overlay audit", expand=False))
+    for v in result.violations:
+        console.print(f"[red]✗ {v.message}[/]")
+
+    table = Table(show_lines=False, header_style="bold")
+    for col, kw in (("subject", {"max_width": 10}), ("memory", {"min_width": 16}),
+                    ("category", {"max_width": 12}), ("score", {"justify": "right"}), ("label", {}),
+                    ("left", {"justify": "right"})):
+        table.add_column(col, overflow="ellipsis", no_wrap=col != "memory", **kw)
+    shown = 0
+    for fact in result.iter_facts(order="f.status = 'deleted', f.freshness, f.id", limit=limit):
+        text = fact["text"]
+        if fact["key"] and len(fact["key"]) <= 24 and not _UUIDISH.match(fact["key"]):
+            text = f"{fact['key']}: {text}"
+        text = text if len(text) <= 70 else text[:67] + "…"
+        style = LABEL_STYLES.get(fact["label"], "")
+        table.add_row(fact["subject"] or "", text, fact["category"],
+                      f"{fact['freshness']:.2f}",
+                      f"[{style}]{fact['label']}[/]" + STATUS_MARKS.get(fact["status"], ""),
+                      _time_left(fact))
+        shown += 1
+    console.print(table)
+    console.print("* contradicted by a newer memory   † deleted in the source", style="dim")
+    remaining = s["total"] + s.get("deleted", 0) - shown
+    if remaining > 0:
+        console.print(f"… {remaining} more (use --format json for all)")
+
+
+def render_check(result, applied: list[str], console: Console) -> None:
+    """`check`: the seed's summary line, then the suggestions and the stale memories."""
+    console.print(result.summary)
+    for update in result.suggested_updates:
+        done = " [green](applied)[/]" if update.ref in applied else ""
+        console.print(f"  {update}  [dim]{update.ref}, confidence {update.confidence:.2f}[/]{done}",
+                      highlight=False)
+    for fact in result.stale_memories:
+        console.print(f"  stale: {fact['key'] or fact['ref']}: {fact['text']} "
+                      f"({fact['label']}, freshness {fact['freshness']:.2f})", highlight=False)
+
+
+def render_search(hits, console: Console) -> None:
+    if not hits:
+        console.print("no matching facts")
+        return
+    table = Table(header_style="bold")
+    for col, kw in (("score", {"justify": "right"}), ("ref", {"max_width": 30}), ("memory", {"min_width": 20}),
+                    ("freshness", {"justify": "right"}), ("confidence", {"justify": "right"}), ("label", {})):
+        table.add_column(col, overflow="ellipsis", **kw)
+    for h in hits:
+        f = h.fact
+        style = LABEL_STYLES.get(f["label"], "")
+        table.add_row(f"{h.score:.3f}", f["ref"], f"{f['key']}: {f['text']}" if f["key"] else f["text"],
+                      f"{f['freshness']:.2f}", f"{(f['confidence'] if f['confidence'] is not None else 1):.2f}",
+                      f"[{style}]{f['label']}[/]")
+    console.print(table)
