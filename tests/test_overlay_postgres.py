@@ -230,7 +230,9 @@ def test_writeback_annotations_and_undo_alike(tmp_path, pg_overlay):
     from wb_support import TYPED_SOURCE, make_typed_store, snapshot
 
     from memwatch_overlay.overlay.store.actions import ActionLog
-    from memwatch_overlay.overlay.writeback.engine import apply_plan, plan_actions, undo_actions
+    from memwatch_overlay.overlay.writeback.apply import apply_plan
+    from memwatch_overlay.overlay.writeback.plan import plan_actions
+    from memwatch_overlay.overlay.writeback.undo import undo_actions
 
     outcomes = []
     for name, overlay in (("sqlite", 'path = ".memwatch/overlay.db"'), ("pg", f'dsn = "{pg_overlay()}"')):

@@ -31,7 +31,9 @@ from memwatch_overlay.overlay.engine.audit import (
 from memwatch_overlay.overlay.engine.maintenance import forget
 from memwatch_overlay.overlay.output.tables import write_json
 from memwatch_overlay.core.timeparse import parse_as_of, to_iso
-from memwatch_overlay.overlay.writeback.engine import apply_plan, plan_actions, undo_actions
+from memwatch_overlay.overlay.writeback.apply import apply_plan
+from memwatch_overlay.overlay.writeback.plan import plan_actions
+from memwatch_overlay.overlay.writeback.undo import undo_actions
 from memwatch_overlay.rules.config import load_config
 
 FIRST = parse_as_of("2026-11-29T12:00:00")

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from memwatch_overlay.overlay.store.database import OverlayStore
 from memwatch_overlay.overlay.engine.sync import SyncEngine
 from memwatch_overlay.core.timeparse import parse_as_of
-from memwatch_overlay.overlay.writeback.engine import after_sync, writeback_hook
+from memwatch_overlay.overlay.writeback.daemon_hook import after_sync, writeback_hook
 from memwatch_overlay.rules.config import load_config
 from wb_support import AS_OF, OLD, TYPED_SOURCE, file_digest, make_typed_store, snapshot, write_config
 

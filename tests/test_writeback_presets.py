@@ -5,7 +5,9 @@ import shutil
 
 from memwatch_overlay.overlay.engine.audit import audit
 from memwatch_overlay.core.timeparse import parse_as_of
-from memwatch_overlay.overlay.writeback.engine import apply_plan, plan_actions, undo_actions
+from memwatch_overlay.overlay.writeback.apply import apply_plan
+from memwatch_overlay.overlay.writeback.plan import plan_actions
+from memwatch_overlay.overlay.writeback.undo import undo_actions
 from memwatch_overlay.rules.config import load_config
 from wb_support import HERE, snapshot, write_config
 

@@ -14,14 +14,15 @@ import pytest
 
 from memwatch_overlay.overlay.store.actions import ActionLog
 from memwatch_overlay.overlay.store.database import OverlayStore
-from memwatch_overlay.overlay.writeback.engine import undo_actions
+from memwatch_overlay.overlay.writeback.undo import undo_actions
 from memwatch_overlay.rules.config import load_config
 from wb_support import AS_OF, TYPED_SOURCE, make_typed_store, snapshot, write_config
 
 CRASH = textwrap.dedent("""
     import os, sys
     from memwatch_overlay.overlay.store import actions as actionlog
-    from memwatch_overlay.overlay.writeback import engine as writeback
+    from memwatch_overlay.overlay.writeback.apply import apply_plan
+    from memwatch_overlay.overlay.writeback.plan import plan_actions
     from memwatch_overlay.core.timeparse import parse_as_of
     from memwatch_overlay.rules.config import load_config
 
@@ -44,7 +45,7 @@ CRASH = textwrap.dedent("""
     else:
         actionlog.ActionLog.set_state = crash_before_marking
     cfg = load_config(config)
-    writeback.apply_plan(writeback.plan_actions(cfg, parse_as_of(as_of)))
+    apply_plan(plan_actions(cfg, parse_as_of(as_of)))
 """)
 ACTION = '\n[[actions]]\nwhen = "expired"\ndo = "set"\nset = { note = "expired", flag = 7 }\n'
 

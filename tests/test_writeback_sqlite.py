@@ -10,7 +10,9 @@ from memwatch_overlay.overlay.store.actions import ActionLog
 from memwatch_overlay.core.errors import ConfigError
 from memwatch_overlay.overlay.store.database import OverlayStore
 from memwatch_overlay.core.timeparse import parse_as_of
-from memwatch_overlay.overlay.writeback.engine import apply_plan, plan_actions, undo_actions
+from memwatch_overlay.overlay.writeback.apply import apply_plan
+from memwatch_overlay.overlay.writeback.plan import plan_actions
+from memwatch_overlay.overlay.writeback.undo import undo_actions
 from memwatch_overlay.rules.config import load_config
 from wb_support import AS_OF, TYPED_SOURCE, file_digest, make_typed_store, snapshot, write_config
 

@@ -634,7 +634,8 @@ def plan(config_path, overlay_path, source_names, as_of, do_apply, fmt):
     anywhere.
     """
     from memwatch_overlay.overlay.output import plan_tables as plan_output
-    from memwatch_overlay.overlay.writeback.engine import apply_plan, plan_actions
+    from memwatch_overlay.overlay.writeback.apply import apply_plan
+    from memwatch_overlay.overlay.writeback.plan import plan_actions
     cfg = _plan_config(config_path)
     the_plan = plan_actions(cfg, _as_of(as_of), overlay_path=overlay_path,
                             source_names=list(source_names) or None)
@@ -659,7 +660,7 @@ def undo(action_ids, since, config_path, overlay_path, fmt):
     """
     import json as _json
     from memwatch_overlay.overlay.output import plan_tables as plan_output
-    from memwatch_overlay.overlay.writeback.engine import undo_actions
+    from memwatch_overlay.overlay.writeback.undo import undo_actions
     cfg = _config(config_path)
     result = undo_actions(cfg, ids=list(action_ids), since=_as_of(since) if since else None,
                           overlay_path=overlay_path)
@@ -680,7 +681,7 @@ def history(config_path, overlay_path, source_name, limit, fmt):
     """List recent write-back actions and annotations (ids for `undo`)."""
     import json as _json
     from memwatch_overlay.overlay.output import plan_tables as plan_output
-    from memwatch_overlay.overlay.writeback.engine import action_history
+    from memwatch_overlay.overlay.writeback.undo import action_history
     actions = action_history(_config(config_path), overlay_path=overlay_path, limit=limit,
                              source_name=source_name)
     if fmt == "json":

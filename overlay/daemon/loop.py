@@ -644,7 +644,7 @@ def run_daemon(config: Config, *, overlay_path: str | None = None, poll: bool = 
     daemon = Daemon(config, overlay_path=overlay_path, poll=poll, log=log)
     if config.actions:
         # [[actions]]: annotations every sync; writes to a source only with `apply = true`.
-        from memwatch_overlay.overlay.writeback.engine import writeback_hook
+        from memwatch_overlay.overlay.writeback.daemon_hook import writeback_hook
         daemon.after_sync.append(writeback_hook(config))
     daemon.after_sync.extend(hooks)
     received: list[int] = []
