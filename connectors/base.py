@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any, ClassVar, Iterable, Iterator
 
 from memwatch_overlay.rules.config import SourceConfig
+from memwatch_overlay.core.vocab import Status
 
-STATUS_ACTIVE = "active"
-STATUS_DELETED = "deleted"          # the source itself deleted or soft-deleted it
-STATUS_CONTRADICTED = "contradicted"
+STATUS_ACTIVE = Status.ACTIVE.value
+STATUS_DELETED = Status.DELETED.value          # the source itself deleted or soft-deleted it
+STATUS_CONTRADICTED = Status.CONTRADICTED.value
 
 
 @dataclass

@@ -14,8 +14,9 @@ from importlib.metadata import entry_points
 from memwatch_overlay.core.errors import ConfigError
 from memwatch_overlay.rules.config import SourceConfig
 from memwatch_overlay.connectors.base import Connector
+from memwatch_overlay.core.vocab import CONNECTOR_ENTRY_POINTS
 
-ENTRY_POINT_GROUP = "memwatch_overlay.connectors.v1"
+ENTRY_POINT_GROUP = CONNECTOR_ENTRY_POINTS
 
 # kind -> "module:Class", imported on first use so optional extras stay optional.
 BUILTIN_CONNECTORS = {

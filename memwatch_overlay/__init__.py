@@ -5,7 +5,7 @@
 The API is imported on first use, so the command line does not pay for it.
 """
 
-from memwatch_overlay.core.version import __version__
+from memwatch_overlay.core.version import __version__  # noqa: F401 (memwatch_overlay.__version__)
 __all__ = ["MemWatch", "TTLConfig", "Memory", "CheckResult", "SuggestedUpdate"]
 
 

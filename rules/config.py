@@ -15,6 +15,13 @@ from typing import Any
 
 from memwatch_overlay.rules import action_values as actionvalues
 from memwatch_overlay.core.errors import ConfigError, RuleError
+from memwatch_overlay.core.vocab import (
+    ACTION_CONDITIONS,
+    ACTION_KINDS,
+    BUILTIN_CONNECTORS,
+    CONNECTOR_ENTRY_POINTS,
+    LOG_FORMATS,
+)
 from memwatch_overlay.rules.policy import (
     CONFIDENCE_CEILING,
     DEFAULT_HALF_LIVES,
@@ -23,9 +30,8 @@ from memwatch_overlay.rules.policy import (
     Thresholds,
 )
 
-CONNECTORS = ("sqlite", "json", "postgres")
-LABEL_CONDITIONS = ("fresh", "aging", "stale", "expired", "contradicted")
-ACTION_KINDS = ("annotate", "set", "delete", "expire")   # expire: the preset's natural write-back
+CONNECTORS = BUILTIN_CONNECTORS
+LABEL_CONDITIONS = ACTION_CONDITIONS
 DEFAULT_OVERLAY_PATH = ".memwatch/overlay.db"
 DEFAULT_GC_RETENTION_DAYS = 30.0
 # The source name the Python API (MemWatch) uses for facts it stores in the overlay itself.
@@ -48,7 +54,6 @@ CI_FRACTIONS = ("max_stale_ratio", "min_avg_freshness")   # must lie in [0, 1]
 DETECTOR_KEYS = {"enabled": bool, "pack": str, "min_confidence": (int, float)}
 EMBEDDINGS_KEYS = {"enabled": bool, "model": str, "threshold": (int, float), "device": str}
 JUDGE_KEYS = {"enabled": bool, "url": str, "model": str, "api_key_env": str, "timeout": (int, float)}
-LOG_FORMATS = ("text", "json")
 
 
 @dataclass
@@ -194,6 +199,14 @@ class Config:
         names = ", ".join(s.name for s in self.sources) or "none"
         raise ConfigError(f"no source named {name!r} (sources: {names})", field="--source")
 
+
+
+def known_connectors() -> tuple[str, ...]:
+    """Connector kinds a source may name: the built-ins, then plugins registered in the
+    entry-point group (names only; a plugin is imported when a source uses it)."""
+    from importlib.metadata import entry_points
+    plugins = sorted({ep.name for ep in entry_points(group=CONNECTOR_ENTRY_POINTS)} - set(BUILTIN_CONNECTORS))
+    return BUILTIN_CONNECTORS + tuple(plugins)
 
 def load_config(path: str | os.PathLike) -> Config:
     """Read and validate a memwatch.toml file."""
@@ -366,13 +379,16 @@ def _parse_source(v: "_Validator", body: Any, i: int, base_dir: Path) -> SourceC
     for key in ("name", "connector"):
         if key not in body:
             v.fail(f"{where}.{key}", "is required")
-    if body["connector"] not in CONNECTORS:
-        v.fail(f"{where}.connector", f"must be one of {', '.join(CONNECTORS)}, not {body['connector']!r}")
+    if body["connector"] not in known_connectors():
+        v.fail(f"{where}.connector", f"must be one of {', '.join(known_connectors())}, not {body['connector']!r}")
     if body["connector"] == "postgres":
         if not (body.get("dsn") or body.get("dsn_env")):
             v.fail(f"{where}.dsn", "is required for a postgres source (or dsn_env)")
-    elif "path" not in body:
-        v.fail(f"{where}.path", f"is required for a {body['connector']} source")
+    elif body["connector"] in BUILTIN_CONNECTORS:
+        if "path" not in body:
+            v.fail(f"{where}.path", f"is required for a {body['connector']} source")
+    elif not (body.get("path") or body.get("dsn") or body.get("dsn_env")):
+        v.fail(f"{where}.path", f"a {body['connector']} source needs a path or a dsn")
     if "table" in body and "query" in body:
         v.fail(f"{where}.query", "give either table or query, not both")
     ids = body.get("id", [])

@@ -12,9 +12,10 @@ from memwatch_overlay.rules.config import Config, load_config
 from memwatch_overlay.overlay.output import tables as output
 from memwatch_overlay.core.errors import ExitStatus, MemwatchError
 from memwatch_overlay.core.timeparse import parse_as_of
+from memwatch_overlay.core.vocab import LIST_FORMATS, REPORT_FORMATS as REPORT_FORMAT_NAMES
 
-FORMATS = ["table", "json"]                  # stats, status, report --trend
-REPORT_FORMATS = ["table", "json", "junit", "sarif", "markdown", "html"]   # audit, report
+FORMATS = list(LIST_FORMATS)                  # stats, status, report --trend
+REPORT_FORMATS = list(REPORT_FORMAT_NAMES)   # audit, report
 
 
 def handle_errors(fn):

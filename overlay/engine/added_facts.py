@@ -21,10 +21,10 @@ from memwatch_overlay.rules.config import NATIVE_SOURCE, Config, SourceConfig
 from memwatch_overlay.core.errors import ConfigError
 from memwatch_overlay.overlay.store.database import OverlayStore
 from memwatch_overlay.overlay.engine.sync import SyncEngine, SyncStats
+from memwatch_overlay.core.vocab import LIVE_STATUSES  # noqa: F401 (re-exported to the API)
 
 NATIVE_TABLE = "facts"
 NATIVE_CONNECTOR = "native"
-LIVE_STATUSES = ("active", "contradicted")
 
 
 def native_pk(subject: str | None, key: str) -> dict[str, str]:

@@ -22,8 +22,9 @@ from memwatch_overlay.overlay.detect.blocks import fact_view, make_detector
 from memwatch_overlay.overlay.store.database import LIVE
 from memwatch_overlay.overlay.engine.sync import SyncEngine
 from memwatch_overlay.core.timeparse import to_iso
+from memwatch_overlay.core.vocab import Label
 
-STALE_LABELS = ("stale", "expired")
+STALE_LABELS = (Label.STALE.value, Label.EXPIRED.value)
 CHECK_REF = "check"
 
 

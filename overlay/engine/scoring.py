@@ -33,6 +33,7 @@ from typing import NamedTuple
 
 from memwatch_overlay.core.numbers import fast_round as _round
 from memwatch_overlay.core.timeparse import DAY
+from memwatch_overlay.core.vocab import LABELS  # noqa: F401 (scoring's labels, best first)
 from memwatch_overlay.rules.policy import (  # noqa: F401 (the policy names are scoring's vocabulary too)
     CONFIDENCE_CEILING,
     DEFAULT_CATEGORY,
@@ -45,7 +46,6 @@ from memwatch_overlay.rules.policy import (  # noqa: F401 (the policy names are 
     Thresholds,
 )
 
-LABELS = ("fresh", "aging", "stale", "expired")
 
 
 class Score(NamedTuple):

@@ -28,10 +28,10 @@ from memwatch_overlay.rules.categorize import Categorizer
 from memwatch_overlay.rules.config import MAPPING_KEYS, Config, SourceConfig
 from memwatch_overlay.overlay.engine.scoring import DAY, CategoryPolicy, Score, score_fact
 from memwatch_overlay.overlay.store.database import OverlayStore
+from memwatch_overlay.core.vocab import LIVE_STATUSES
 
 BATCH = 2000
 BULK_MIN = 50_000   # a full sync past this many records (and a quarter of the overlay) loads in bulk
-LIVE_STATUSES = ("active", "contradicted")
 RESCORE_CHUNK = 900   # ids per `IN (…)`: well under SQLite's bound-variable limit
 
 

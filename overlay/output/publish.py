@@ -27,8 +27,9 @@ from memwatch_overlay.core.errors import ConfigError
 from memwatch_overlay.overlay.output.formats import RENDERERS, render_many
 from memwatch_overlay.overlay.output.formats.github import is_github_actions
 from memwatch_overlay.overlay.output.formats.markdown import STEP_SUMMARY_ENV, append_step_summary
+from memwatch_overlay.core.vocab import REPORT_FORMATS
 
-FORMATS = ("table", "json", "junit", "sarif", "markdown", "html")
+FORMATS = REPORT_FORMATS
 
 
 @dataclass

@@ -21,6 +21,7 @@ from memwatch_overlay.core import fastjson as jsontext
 from memwatch_overlay.overlay.store import postgres_dialect as overlay_db
 from memwatch_overlay.core.errors import OverlayError
 from memwatch_overlay.core.redact import redact_dsn
+from memwatch_overlay.core.vocab import LIVE_STATUSES
 
 MIGRATIONS: list[str] = [
     # v1: sources, facts, contradictions, runs
@@ -220,7 +221,7 @@ _UPSERT_SQL = (
     + f", scored_as_of = CASE WHEN {_NEEDS_OVERLAY_STATE} THEN NULL ELSE excluded.scored_as_of END"
     + f", next_change = CASE WHEN {_NEEDS_OVERLAY_STATE} THEN 0 ELSE excluded.next_change END"
 )
-LIVE = "status IN ('active', 'contradicted')"
+LIVE = "status IN (" + ", ".join(f"'{s}'" for s in LIVE_STATUSES) + ")"
 # The scheduled rescore's filter. Unary + keeps the planner on the next_change index (a
 # range of due facts) rather than an index on status (every live fact).
 DUE_WHERE = "next_change <= ? AND +status IN ('active', 'contradicted')"

@@ -40,9 +40,9 @@ from memwatch_overlay.rules.config import Action, Config, SourceConfig
 
 from memwatch_overlay.core.errors import ConfigError, ConnectorError
 from memwatch_overlay.core.timeparse import format_like, parse_timestamp, to_iso
+from memwatch_overlay.core.vocab import WRITE_KINDS  # noqa: F401
 
 DEFAULT_BATCH = 100      # rows per source transaction: a bot waits for at most one batch
-WRITE_KINDS = ("set", "delete")
 FACT_FIELDS = ("freshness", "label", "status", "category", "days_left", "days_until_expired",
                "age_days", "ref", "subject", "key")
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from memwatch_overlay.core.redact import redact_dsn
+from memwatch_overlay.core.vocab import LABELS
 
 DEFAULT_PROBLEM_CAP = 50   # problem facts kept per (source, category)
 DEFAULT_TOP = 20           # stalest / soonest-expiring facts kept
@@ -31,7 +32,6 @@ TEXT_LIMIT = 160           # characters of a fact's text kept for display
 HIST_BINS = 10             # freshness histogram bins over [0, 1]
 # Upper bounds (days, inclusive) of the expiry timeline's horizons; the last is open.
 HORIZONS = (7, 30, 90, 180, 365)
-LABELS = ("fresh", "aging", "stale", "expired")
 PROBLEM_KINDS = ("expired", "contradicted", "stale")   # most severe first
 GONE = ("deleted", "forgotten")   # statuses of facts no longer live: skipped everywhere
 SUMMARY_KEYS = ("total", "fresh", "aging", "stale", "expired", "contradicted", "avg_freshness")
