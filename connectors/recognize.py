@@ -10,7 +10,9 @@ from memwatch_overlay.core.redact import redact_dsn
 from memwatch_overlay.rules.config import SourceConfig
 from memwatch_overlay.connectors.base import TableInfo
 from memwatch_overlay.connectors.presets import Match
-from memwatch_overlay.connectors.registry import available_presets
+from memwatch_overlay.connectors.lancedb import describe_folder, is_lance_table, lance_tables
+from memwatch_overlay.connectors.presets.generic import CREATED_NAMES, TEXT_NAMES, _pick
+from memwatch_overlay.connectors.registry import kind_of_class, preset_classes
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 # Heuristic presets: detection writes their mapping out in full instead of naming them.
@@ -19,21 +21,25 @@ GENERIC_PRESETS = ("generic", "generic-json", "generic-postgres")
 
 @dataclass
 class Detection:
-    kind: str                      # sqlite | json | postgres
+    kind: str                      # sqlite | json | postgres | lancedb
     target: str
     tables: list[TableInfo] = field(default_factory=list)
     matches: list[Match] = field(default_factory=list)   # best first
 
 
 def kind_of(target: str) -> str:
-    """sqlite | json | postgres, from a DSN prefix, a file's header or its extension."""
+    """sqlite | json | postgres | lancedb, from a DSN prefix, a file's header or its extension,
+    or a folder holding LanceDB tables (`<table>.lance`)."""
     if target.startswith(("postgresql://", "postgres://")):
         return "postgres"
     path = Path(target)
     if not path.exists():
         raise ConnectorError(f"{target}: no such file")
     if path.is_dir():
-        raise ConnectorError(f"{target}: is a directory; give the store file (or a postgresql:// DSN)")
+        if is_lance_table(path) or lance_tables(path):
+            return "lancedb"
+        raise ConnectorError(f"{target}: is a directory with no LanceDB table; give the store file, "
+                             f"a postgresql:// DSN, or audit the folder's stores with `audit {target}`")
     with open(path, "rb") as fh:
         head = fh.read(len(SQLITE_MAGIC))
     if head == SQLITE_MAGIC:
@@ -58,6 +64,8 @@ def detect(target: str) -> Detection:
     elif kind == "json":
         from memwatch_overlay.connectors.json_file import describe_file
         tables = describe_file(Path(target))
+    elif kind == "lancedb":
+        tables = describe_folder(Path(target))
     else:
         try:
             from memwatch_overlay.connectors.postgres import describe_dsn
@@ -66,8 +74,8 @@ def detect(target: str) -> Detection:
                                  "(pip install 'memwatch-overlay[postgres]')") from None
         tables = describe_dsn(target)
     matches = []
-    for cls in available_presets().values():
-        if getattr(cls, "kind", "sqlite") != kind:
+    for cls in preset_classes():
+        if kind_of_class(cls) != kind:
             continue
         m = cls.match(tables)
         if m is not None:
@@ -93,17 +101,36 @@ def source_from_detection(det: Detection, name: str = "store") -> SourceConfig:
     return cfg
 
 
+SEEN_TABLES = 12     # tables named in the "no known agent store" message
+# Tables no memory lives in: locks, migrations, sequences, schema bookkeeping.
+_BOOKKEEPING = ("lock", "acquire", "migration", "sequence", "schema_version", "version", "config", "meta")
+
+
 def no_match_message(det: Detection) -> str:
-    seen = "; ".join(f"{t.name}({', '.join(t.columns)})" for t in det.tables[:12]) or "no tables"
+    shown = det.tables[:SEEN_TABLES]
+    seen = "; ".join(f"{t.name}({', '.join(t.columns)})" for t in shown) or "no tables"
+    if len(det.tables) > len(shown):
+        seen += f"; ... and {len(det.tables) - len(shown)} more"
     return (f"{redact_dsn(det.target)}: no known agent store recognised (saw: {seen}); "
             f"map it in a memwatch.toml and pass --config")
+
+
+def hint_table(tables: list[TableInfo]) -> TableInfo | None:
+    """The table the mapping hint names: the likeliest to hold memories (a text-like and a
+    time-like column, more columns), never a lock or bookkeeping table when another exists."""
+    def rank(t: TableInfo):
+        lowered = t.name.lower()
+        bookkeeping = len(t.columns) <= 2 or any(word in lowered for word in _BOOKKEEPING)
+        return (not bookkeeping, _pick(t.columns, TEXT_NAMES) is not None,
+                _pick(t.columns, CREATED_NAMES) is not None, min(len(t.columns), 12))
+    return max(tables, key=rank) if tables else None
 
 
 def mapping_snippet(det: Detection) -> str:
     """The [[sources]] entry to write when detection fails, filled with what was seen."""
     target = redact_dsn(det.target)
     where = f'dsn = "{target}"' if det.kind == "postgres" else f'path = "{target}"'
-    first = det.tables[0] if det.tables else None
+    first = hint_table(det.tables)
     cols = first.columns if first else []
     lines = ["# memwatch.toml", "[[sources]]", 'name = "bot"', f'connector = "{det.kind}"', where]
     if det.kind == "json":
@@ -114,8 +141,10 @@ def mapping_snippet(det: Detection) -> str:
                   '# paths are relative to each record; see docs/json-sources.md']
         return "\n".join(lines)
     pk = (first.pk[0] if first and first.pk else (cols[0] if cols else "id"))
+    text = _pick(cols, TEXT_NAMES)
+    created = _pick(cols, CREATED_NAMES)
     lines += [f'table = "{first.name if first else "my_table"}"', f'id = "{pk}"',
-              'text = "<column holding the memory text>"      # columns: ' + ", ".join(cols),
-              'created_at = "<column holding when it was written>"',
+              f'text = "{text or "<column holding the memory text>"}"      # columns: ' + ", ".join(cols),
+              f'created_at = "{created or "<column holding when it was written>"}"',
               '# optional: subject, key, updated_at, accessed_at, access_count, category, where']
     return "\n".join(lines)

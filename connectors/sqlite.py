@@ -90,6 +90,10 @@ class SqliteConnector(TableConnector):
     dialect = "sqlite"
     # Columns a preset reads beyond the mapping (memlife's superseded_by...); absent ones are skipped.
     extra_columns: tuple[str, ...] = ()
+    # Whether read() yields one record per table row under the mapped key, so the key-only
+    # deletion pass and key lookups serve. None: only when read() is not overridden (an event
+    # log or a conversation log yields something else and falls back to full reads).
+    rows_are_records: bool | None = None
 
     def __init__(self, source: SourceConfig, busy_timeout: float = DEFAULT_BUSY_TIMEOUT):
         super().__init__(source)
@@ -374,7 +378,7 @@ class SqliteConnector(TableConnector):
 
     def keys(self) -> Iterator[dict[str, str]]:
         """Primary keys only (the deletion pass), paged by rowid; same pk dicts as read()."""
-        if type(self).read is not SqliteConnector.read:
+        if not self._rows_are_records():
             yield from super().keys()   # a preset with its own read() knows its own keys
             return
         pks = self.pk_columns(self.query_columns())
@@ -390,9 +394,13 @@ class SqliteConnector(TableConnector):
         finally:
             self.rows_read = before   # keys are counted in keys_read, not rows_read
 
+    def _rows_are_records(self) -> bool:
+        flag = type(self).rows_are_records
+        return type(self).read is SqliteConnector.read if flag is None else flag
+
     def fetch(self, pks: Iterable[dict[str, str]]) -> Iterator[Record]:
         """Records by primary key: one indexed lookup each."""
-        if type(self).read is not SqliteConnector.read:
+        if not self._rows_are_records():
             yield from super().fetch(pks)
             return
         mapping, pk_cols, wanted, use_rowid, _ = self._plan()

@@ -44,6 +44,9 @@ SOURCE_KEYS = {
     "name": str, "connector": str, "path": str, "dsn": str, "dsn_env": str, "preset": str,
     "table": str, "query": str, "id": (str, list), "where": str, "records": str,
     "poll_seconds": (int, float), "apply": bool,
+    # subject_pattern / subject_map: how a raw subject (a session id) becomes the user
+    # (connectors/subjects.py); qdrant_path: where mem0's qdrant local storage is (presets/mem0.py)
+    "subject_pattern": str, "subject_map": dict, "qdrant_path": str,
     **{k: str for k in MAPPING_KEYS},
 }
 CI_LIMITS = {"max_stale_ratio": (int, float), "max_stale": int, "max_contradictions": int,
@@ -110,6 +113,9 @@ class SourceConfig:
     access_count: str | None = None
     category: str | None = None
     expires_at: str | None = None
+    subject_pattern: str | None = None
+    subject_map: dict[str, str] = field(default_factory=dict)
+    qdrant_path: str | None = None
     base_dir: Path = field(default_factory=Path.cwd)
 
     @property
@@ -398,6 +404,14 @@ def _parse_source(v: "_Validator", body: Any, i: int, base_dir: Path) -> SourceC
     values = {k: body[k] for k in body if k != "id"}
     if "poll_seconds" in values and values["poll_seconds"] <= 0:
         v.fail(f"{where}.poll_seconds", "must be > 0")
+    if "subject_pattern" in values:
+        try:
+            re.compile(values["subject_pattern"])
+        except re.error as exc:
+            v.fail(f"{where}.subject_pattern", f"invalid regex {values['subject_pattern']!r}: {exc}")
+    for raw, subject in values.get("subject_map", {}).items():
+        if not isinstance(subject, str) or not subject:
+            v.fail(f"{where}.subject_map.{raw}", f"must be a subject (a non-empty string), not {subject!r}")
     return SourceConfig(id=list(ids), base_dir=base_dir, **values)
 
 

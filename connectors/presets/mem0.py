@@ -11,11 +11,17 @@ reads it ordered by memory_id and time and, per memory:
 Times: `created_at` is the memory's creation, `updated_at` the event's time (an
 UPDATE row's text was learned then).
 
-The user lives only in the vector store's payload. With qdrant in local mode beside
-history.db (`qdrant/collection/<name>/storage.sqlite`) the payload gives the subject
-(`user_id`, else `agent_id`, else `run_id`), mem0's `expiration_date` (a date: the
-memory is valid through that day, so it expires at the next midnight UTC) and a
-`category` kept in metadata. Without that folder the subject stays None.
+The user lives only in the vector store's payload. With qdrant in local mode the payload
+gives the subject (`user_id`, else `agent_id`, else `run_id`), mem0's `expiration_date` (a
+date: the memory is valid through that day, so it expires at the next midnight UTC) and a
+`category` kept in metadata. The qdrant storage is looked for
+- at `qdrant_path` when the source names it (mem0's `vector_store.config.path`);
+- else beside history.db (`qdrant/collection/<name>/storage.sqlite`, or `collection/…`);
+- else where mem0 puts it by default: `/tmp/qdrant` (mem0's QdrantConfig path; its
+  history.db defaults to `~/.mem0/history.db`, or `$MEM0_DIR/history.db`).
+When live memories find no payload there, the read warns (their subject stays None, so
+their users' facts would meet): set `qdrant_path`. mem0 drops a deleted memory's point, so
+a deleted version comes without a subject; the overlay keeps the subject it had.
 
 Streaming: rows come ordered by memory_id from one cursor and are grouped on the fly;
 payloads are fetched per chunk of memories, so memory stays bounded by the chunk.
@@ -26,6 +32,8 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import os
+from pathlib import Path
 from typing import Any, Iterator
 
 from sqlglot import exp
@@ -36,12 +44,14 @@ from memwatch_overlay.connectors import sqlguard
 from memwatch_overlay.connectors.base import STATUS_DELETED, Record
 from memwatch_overlay.connectors.sqlite import ROWID, SqliteConnector
 from memwatch_overlay.connectors.presets import Match, has_columns
-from memwatch_overlay.connectors.presets.qdrant_local import QdrantPayloads, find_storages
+from memwatch_overlay.connectors.presets.qdrant_local import QdrantPayloads, collections_in
 
 HISTORY_COLUMNS = ("id", "memory_id", "old_memory", "new_memory", "event", "created_at",
                    "updated_at", "is_deleted")
 SUBJECT_KEYS = ("user_id", "agent_id", "run_id")
 MEMORIES_PER_CHUNK = 200
+# Where mem0 keeps qdrant when its config names no path (mem0/configs/vector_stores/qdrant.py).
+MEM0_DEFAULT_QDRANT = Path("/tmp/qdrant")
 
 
 def expiry_of(value: Any) -> float | None:
@@ -90,10 +100,24 @@ class Mem0History(SqliteConnector):
     # -- lifecycle ---------------------------------------------------------------------
     def open(self) -> None:
         super().open()
-        storages = find_storages(self.source.resolved_path)
+        self.qdrant_places = self.qdrant_folders()
+        storages = [s for folder in self.qdrant_places for s in collections_in(folder)]
         if storages:
             self.payloads = QdrantPayloads(storages)
             self.payloads.open()
+
+    def qdrant_folders(self) -> list[Path]:
+        """Where to look for qdrant local storage: qdrant_path, else beside history.db, else
+        mem0's default; the first of these that exists."""
+        if self.source.qdrant_path:
+            path = Path(os.path.expanduser(self.source.qdrant_path))
+            return [path if path.is_absolute() else self.source.base_dir / path]
+        history = self.source.resolved_path
+        beside = [history.parent / "qdrant", history.parent]
+        for folder in (*beside, MEM0_DEFAULT_QDRANT):
+            if collections_in(folder):
+                return [folder]
+        return [*beside, MEM0_DEFAULT_QDRANT]
 
     def close(self) -> None:
         if self.payloads is not None:
@@ -122,6 +146,7 @@ class Mem0History(SqliteConnector):
         return stmt.sql(dialect=self.dialect), params, ["id"]
 
     def read(self, cursor: dict | None = None) -> Iterator[Record]:
+        self._unplaced = 0
         sql, params, _ = self.build_select(cursor)
         last_rowid = (cursor or {}).get("rowid")
         rows = self.iter_rows(sql, params)
@@ -136,8 +161,25 @@ class Mem0History(SqliteConnector):
                         last_rowid = row[ROWID]
             payloads = self._payloads([mid for mid, _ in chunk if mid is not None])
             for mid, events in chunk:
-                yield from self.memory_records(mid, events, payloads.get(str(mid)) if mid is not None else None)
+                payload = payloads.get(str(mid)) if mid is not None else None
+                if payload is None and not _deleted(events):
+                    self._unplaced += 1
+                yield from self.memory_records(mid, events, payload)
         self.cursor = {"rowid": last_rowid}
+        if self._unplaced:
+            self.warn_unplaced(self._unplaced)
+
+    def warn_unplaced(self, count: int) -> None:
+        """Live memories whose user could not be read: say where we looked and what to set."""
+        if self.payloads is None:
+            looked = ", ".join(str(p) for p in self.qdrant_places)
+            where = f"no qdrant local storage found (looked in {looked})"
+        else:
+            where = "no qdrant point for them in " + ", ".join(str(p) for p in self.payloads.paths)
+        self.warn(f"{count} live mem0 memor{'y has' if count == 1 else 'ies have'} no user: {where}; "
+                  f"their subject is unknown, so different users' memories may be compared. Set "
+                  f"qdrant_path in the source to mem0's vector_store path (mem0's default is "
+                  f"{MEM0_DEFAULT_QDRANT})")
 
     def _payloads(self, memory_ids: list) -> dict[str, dict]:
         if self.payloads is None or not memory_ids:
@@ -186,6 +228,12 @@ class Mem0History(SqliteConnector):
         except ValueError:
             self.warn(f"{self.table_name} {row['id']}: {column} {row[column]!r} is not a timestamp; ignored")
             return None
+
+
+def _deleted(events: list[dict]) -> bool:
+    """The memory's last event deleted it (mem0 dropped its point too)."""
+    last = events[-1] if events else None
+    return last is not None and (str(last["event"] or "").upper() == "DELETE" or _truthy(last["is_deleted"]))
 
 
 def _truthy(value) -> bool:

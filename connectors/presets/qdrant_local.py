@@ -109,14 +109,17 @@ def point_keys(point_id: str) -> list[str]:
     return keys
 
 
+def collections_in(folder: Path) -> list[Path]:
+    """The collections of a qdrant local storage folder (`QdrantClient(path=folder)`):
+    `<folder>/collection/*/storage.sqlite`."""
+    return sorted(p for p in folder.glob("collection/*/" + STORAGE_FILE) if p.is_file())
+
+
 def find_storages(store_file: Path) -> list[Path]:
     """qdrant local collections beside a store file: `qdrant/collection/*/storage.sqlite`
     (mem0's history.db next to its qdrant folder) or `collection/*/storage.sqlite`."""
     folder = store_file.parent
-    found: list[Path] = []
-    for pattern in ("qdrant/collection/*/" + STORAGE_FILE, "collection/*/" + STORAGE_FILE):
-        found.extend(sorted(p for p in folder.glob(pattern) if p.is_file()))
-    return found
+    return collections_in(folder / "qdrant") + collections_in(folder)
 
 
 class QdrantPayloads:

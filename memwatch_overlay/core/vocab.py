@@ -74,6 +74,7 @@ class BuiltinConnector(StrEnum):
     SQLITE = "sqlite"
     JSON = "json"
     POSTGRES = "postgres"
+    LANCEDB = "lancedb"      # read-only: no write-back
 
 
 class LogFormat(StrEnum):
@@ -96,6 +97,7 @@ CONTRADICTION_KINDS = values(ContradictionKind)
 REPORT_FORMATS = values(ReportFormat)
 LIST_FORMATS = values(ListFormat)
 BUILTIN_CONNECTORS = values(BuiltinConnector)
+READ_ONLY_CONNECTORS = (BuiltinConnector.LANCEDB.value,)    # built-in kinds without write-back
 LOG_FORMATS = values(LogFormat)
 
 # The entry-point group third-party connectors register under (loaded lazily by name).

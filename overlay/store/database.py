@@ -213,7 +213,11 @@ _UPSERT_SQL = (
     "ON CONFLICT (source_id, pk) DO UPDATE SET "
     + ", ".join(f"{c} = excluded.{c}" for c in FACT_COLUMNS
                 if c not in ("source_id", "pk", "first_seen", "changed_sync", "status", "scored_as_of",
-                             "next_change"))
+                             "next_change", "subject"))
+    # a record the source deleted may come without its subject (mem0 drops the vector-store
+    # payload that held the user): the fact keeps the subject it had
+    + ", subject = CASE WHEN excluded.subject IS NULL AND excluded.status = 'deleted' "
+      "THEN facts.subject ELSE excluded.subject END"
     + ", changed_sync = CASE WHEN facts.content_hash = excluded.content_hash "
       "THEN facts.changed_sync ELSE excluded.changed_sync END"
     + ", status = CASE WHEN facts.status = 'forgotten' AND facts.content_hash = excluded.content_hash "
