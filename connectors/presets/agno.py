@@ -9,6 +9,8 @@ table name is whatever `memory_table=` said; any table with these columns matche
 """
 from __future__ import annotations
 
+import json
+
 from memwatch_overlay.connectors.base import Record
 from memwatch_overlay.connectors.paths import maybe_json
 from memwatch_overlay.connectors.sqlite import SqliteConnector
@@ -17,6 +19,17 @@ from memwatch_overlay.connectors.presets.langgraph import text_from_value
 
 MEMORY_COLUMNS = {"memory_id", "memory", "user_id", "topics", "created_at", "updated_at"}
 DEFAULT_TABLE = "agno_memories"
+
+
+def json_value(value):
+    """A JSON column's value: SQLAlchemy's JSON type stores a string as `"…"` with its quotes."""
+    value = maybe_json(value)
+    if isinstance(value, str) and value.startswith('"'):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
 
 
 class AgnoMemories(SqliteConnector):
@@ -43,7 +56,7 @@ class AgnoMemories(SqliteConnector):
         if rec is None:
             return None
         if self.source.text == "memory":
-            text = text_from_value(maybe_json(row.get("memory")))
+            text = text_from_value(json_value(row.get("memory")))
             if not text or not text.strip():
                 return None
             rec.text = text

@@ -71,6 +71,7 @@ class OpenAIAgentsSession(SqliteConnector):
                     created_at="created_at")
     extra_columns = ("message_data",)
     row_local = False       # the subject's session prefix is computed over the table in read()
+    conversation_log = True  # subjects are sessions: a full read says when each has one conversation
 
     def __init__(self, source, **kwargs):
         super().__init__(source, **kwargs)
@@ -90,7 +91,7 @@ class OpenAIAgentsSession(SqliteConnector):
         return Match(cls.preset, score, reasons, {**cls.defaults, "table": table})
 
     def read(self, cursor=None):
-        self._prefix = self._session_prefix() if self.source.subject == "session_id" else None
+        self._prefix = self._session_prefix() if self._strips_prefix() else None
         yield from super().read(cursor)
 
     def _session_prefix(self) -> str | None:
@@ -99,6 +100,11 @@ class OpenAIAgentsSession(SqliteConnector):
         stmt = exp.select(exp.Min(this=col), exp.Max(this=col)).from_(sqlguard.table(self.source.table))
         row = self._execute(stmt.sql(dialect=self.dialect), ()).fetchone()
         return shared_prefix(*(row or (None, None)))
+
+    def _strips_prefix(self) -> bool:
+        """The shared prefix goes unless the config maps session ids itself (its pattern
+        and map see the session id as stored)."""
+        return self.source.subject == "session_id" and not (self.source.subject_pattern or self.source.subject_map)
 
     def row_to_record(self, row, pks, mapping) -> Record | None:
         role, text = message_text(row.get("message_data"))

@@ -28,6 +28,7 @@ class OpenAIAgentsPostgresSession(PostgresConnector):
     defaults = dict(table="agent_messages", id=["id"], text="message_data", subject="session_id",
                     created_at="created_at")
     row_local = False       # the subject's session prefix is computed over the table in read()
+    conversation_log = True  # subjects are sessions: a full read says when each has one conversation
 
     def __init__(self, source, **kwargs):
         super().__init__(source, **kwargs)
@@ -52,12 +53,12 @@ class OpenAIAgentsPostgresSession(PostgresConnector):
 
     def read(self, cursor=None):
         self._ensure_connected()
-        self._prefix = self._session_prefix() if self.source.subject == "session_id" else None
+        self._prefix = self._session_prefix() if self._strips_prefix() else None
         yield from super().read(cursor)
 
     def fetch(self, pks):
         self._ensure_connected()
-        if self._prefix is None and self.source.subject == "session_id":
+        if self._prefix is None and self._strips_prefix():
             self._prefix = self._session_prefix()
         yield from super().fetch(pks)
 
@@ -72,6 +73,11 @@ class OpenAIAgentsPostgresSession(PostgresConnector):
             return None
         low, high = list(rows[0].values())
         return shared_prefix(low, high)
+
+    def _strips_prefix(self) -> bool:
+        """The shared prefix goes unless the config maps session ids itself (its pattern
+        and map see the session id as stored)."""
+        return self.source.subject == "session_id" and not (self.source.subject_pattern or self.source.subject_map)
 
     def row_to_record(self, row, pks, mapping) -> Record | None:
         role, text = message_text(row.get("message_data"))

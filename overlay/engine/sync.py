@@ -98,6 +98,7 @@ class SyncEngine:
         cfg = self.config
         parts = [source.connector, source.preset, source.target, source.table, source.query, source.id,
                  source.where, source.records, [getattr(source, k) for k in MAPPING_KEYS],
+                 source.subject_pattern, sorted(source.subject_map.items()), source.qdrant_path,
                  [(r.category, r.source, r.key, [p.pattern for p in r.text]) for r in cfg.rules],
                  sorted((k, p.half_life_days, p.ttl_days) for k, p in cfg.categories.items()),
                  (cfg.thresholds.fresh, cfg.thresholds.aging, cfg.thresholds.stale)]
