@@ -600,8 +600,12 @@ def init(target, output_path, force):
     """
     from memwatch_overlay.overlay.engine.init_config import init_config
     result = init_config(target, output_path, force=force)
-    click.echo(f"wrote {result.path}: source {result.source.name!r}, "
-               f"{result.source.preset or result.detection.matches[0].preset} ({result.detection.kind})")
+    if len(result.sources) > 1:
+        click.echo(f"wrote {result.path}: {len(result.sources)} sources, "
+                   + ", ".join(f"{s.name!r} ({s.preset or s.connector})" for s in result.sources))
+    else:
+        click.echo(f"wrote {result.path}: source {result.source.name!r}, "
+                   f"{result.source.preset or result.detection.matches[0].preset} ({result.detection.kind})")
     if result.password_dropped:
         click.echo("note: the DSN's password was not written; set PGPASSWORD or use dsn_env", err=True)
 

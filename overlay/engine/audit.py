@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
+from memwatch_overlay.connectors.folders import folder_source_name, is_store_folder, scan_folder
 from memwatch_overlay.connectors.recognize import GENERIC_PRESETS, detect, source_from_detection
 from memwatch_overlay.rules.config import Config, SourceConfig
 from memwatch_overlay.overlay.engine import gate
@@ -26,12 +27,12 @@ REPORT_VERSION = 1
 
 def resolve_sources(target: str | None, config: Config | None, source_name: str | None = None,
                     overlay: OverlayStore | None = None) -> tuple[Config, list[SourceConfig]]:
-    """Which sources an audit reads: TARGET alone (detected), the config's, or both."""
+    """Which sources an audit reads: TARGET alone (detected; a folder: every store in it),
+    the config's, or both."""
     if config is None:
         if not target:
             raise ConfigError("give a TARGET (store file or postgresql:// DSN) or --config", field="TARGET")
-        det = detect(target)
-        return Config(), [source_from_detection(det, name=_zero_config_name(target, overlay, det))]
+        return Config(), zero_config_sources(target, overlay)
     if target is None:
         if not config.sources:
             raise ConfigError("the config has no [[sources]]; add one or give a TARGET", field="sources",
@@ -43,8 +44,7 @@ def resolve_sources(target: str | None, config: Config | None, source_name: str 
     elif len(config.sources) == 1:
         source = config.sources[0]
     elif not config.sources:
-        det = detect(target)
-        return config, [source_from_detection(det, name=_zero_config_name(target, overlay, det))]
+        return config, zero_config_sources(target, overlay)
     else:
         raise ConfigError("the config has several sources; name one with --source", field="--source")
     if target.startswith(("postgresql://", "postgres://")):
@@ -52,6 +52,20 @@ def resolve_sources(target: str | None, config: Config | None, source_name: str 
     else:
         source = dataclasses.replace(source, path=str(Path(target).resolve()))
     return config, [source]
+
+
+def zero_config_sources(target: str, overlay: OverlayStore | None) -> list[SourceConfig]:
+    """The detected source of TARGET, or one per recognised store when TARGET is a folder."""
+    path = Path(target)
+    if not target.startswith(("postgresql://", "postgres://")) and is_store_folder(path):
+        scan = scan_folder(path)
+        if not scan.stores:
+            seen = "; ".join(f"{p.relative_to(path)} ({why})" for p, why in scan.skipped[:8]) or "no store files"
+            raise ConfigError(f"{target}: no known agent store in this folder (saw: {seen})", field="TARGET")
+        return [source_from_detection(det, name=folder_source_name(det.matches[0].preset, path, store))
+                for store, det in scan.stores]
+    det = detect(target)
+    return [source_from_detection(det, name=_zero_config_name(target, overlay, det))]
 
 
 def _zero_config_name(target: str, overlay: OverlayStore | None, det=None) -> str:

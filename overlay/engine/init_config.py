@@ -12,9 +12,10 @@ import datetime as dt
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from memwatch_overlay.connectors.folders import folder_source_name, is_store_folder, scan_folder
 from memwatch_overlay.connectors.recognize import (
     GENERIC_PRESETS,
     Detection,
@@ -37,6 +38,7 @@ class InitResult:
     detection: Detection
     source: SourceConfig
     password_dropped: bool
+    sources: list[SourceConfig] = field(default_factory=list)   # every source written (a folder: several)
 
 
 def strip_password(dsn: str) -> tuple[str, bool]:
@@ -71,9 +73,14 @@ def init_config(target: str, output: str | os.PathLike = DEFAULT_OUTPUT, force: 
         raise ConfigError(f"{out} already exists; pass --force to overwrite it", field="--output")
     if out.is_dir():
         raise ConfigError(f"{out} is a directory; give a file name", field="--output")
-    det = detect(target)
-    source = source_from_detection(det, name=name or _zero_config_name(target, None, det))
-    text, dropped = render_config(det, source, out.resolve().parent)
+    if not target.startswith(("postgresql://", "postgres://")) and is_store_folder(Path(target)):
+        found = [(det, source) for det, source in _folder_sources(Path(target))]
+        det, source = found[0]
+    else:
+        det = detect(target)
+        source = source_from_detection(det, name=name or _zero_config_name(target, None, det))
+        found = [(det, source)]
+    text, dropped = render_configs(found, out.resolve().parent)
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
     try:
@@ -82,7 +89,16 @@ def init_config(target: str, output: str | os.PathLike = DEFAULT_OUTPUT, force: 
         tmp.unlink()
         raise
     os.replace(tmp, out)
-    return InitResult(out, det, source, dropped)
+    return InitResult(out, det, source, dropped, [src for _, src in found])
+
+
+def _folder_sources(folder: Path) -> list[tuple[Detection, SourceConfig]]:
+    scan = scan_folder(folder)
+    if not scan.stores:
+        seen = "; ".join(f"{p.relative_to(folder)} ({why})" for p, why in scan.skipped[:8]) or "no store files"
+        raise ConfigError(f"{folder}: no known agent store in this folder (saw: {seen})", field="TARGET")
+    return [(det, source_from_detection(det, name=folder_source_name(det.matches[0].preset, folder, path)))
+            for path, det in scan.stores]
 
 
 def _where_line(det: Detection, source: SourceConfig, base: Path) -> tuple[str, bool]:
@@ -114,14 +130,30 @@ def _source_keys(source: SourceConfig) -> dict:
 
 def render_config(det: Detection, source: SourceConfig, base: Path) -> tuple[str, bool]:
     """The memwatch.toml text for a detection, paths relative to `base`."""
-    best = det.matches[0]
+    return render_configs([(det, source)], base)
+
+
+def render_configs(found: list[tuple[Detection, SourceConfig]], base: Path) -> tuple[str, bool]:
+    """The memwatch.toml text for one or more detected stores (a folder gives several)."""
+    lines = _header_lines(found)
+    dropped = False
+    for det, source in found:
+        block, gone = _source_lines(det, source, base)
+        lines += block
+        dropped = dropped or gone
+    lines += _footer_lines()
+    return "\n".join(lines), dropped
+
+
+def _header_lines(found: list[tuple[Detection, SourceConfig]]) -> list[str]:
     now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    where, dropped = _where_line(det, source, base)
     t = Thresholds()
-    lines = [
-        f"# memwatch.toml written by `memwatch-overlay init` on {now} for",
-        f"#   {redact_dsn(det.target)}",
-        f"# Recognised as {best.preset} (score {best.score:.2f}): {'; '.join(best.reasons)}.",
+    lines = [f"# memwatch.toml written by `memwatch-overlay init` on {now} for"]
+    for det, _ in found:
+        best = det.matches[0]
+        lines += [f"#   {redact_dsn(det.target)}",
+                  f"#   recognised as {best.preset} (score {best.score:.2f}): {'; '.join(best.reasons)}."]
+    lines += [
         "# Use it with: memwatch-overlay audit --config memwatch.toml",
         "# Every section below except [[sources]] is optional; commented lines show the defaults.",
         "",
@@ -142,10 +174,16 @@ def render_config(det: Detection, source: SourceConfig, base: Path) -> tuple[str
     for cat, days in DEFAULT_HALF_LIVES.items():
         lines.append(f"# [categories.{cat}]")
         lines.append(f"# half_life_days = {days}")
-    lines += ["", "[[sources]]",
-              "# Facts are reported as <name>:<table>:<primary key>.",
-              f"name = {toml_value(source.name)}",
-              f"connector = {toml_value(source.connector)}"]
+    return lines
+
+
+def _source_lines(det: Detection, source: SourceConfig, base: Path) -> tuple[list[str], bool]:
+    best = det.matches[0]
+    where, dropped = _where_line(det, source, base)
+    lines = ["", "[[sources]]",
+             "# Facts are reported as <name>:<table>:<primary key>.",
+             f"name = {toml_value(source.name)}",
+             f"connector = {toml_value(source.connector)}"]
     lines.append(where)
     if dropped:
         lines.append("# The DSN's password is not written here: libpq reads PGPASSWORD or ~/.pgpass,")
@@ -154,7 +192,7 @@ def render_config(det: Detection, source: SourceConfig, base: Path) -> tuple[str
     if source.preset:
         from memwatch_overlay.connectors.registry import preset_class
         lines.append(f"preset = {toml_value(source.preset)}")
-        if getattr(preset_class(source.preset), "fixed_mapping", False):
+        if getattr(preset_class(source.preset, kind=source.connector), "fixed_mapping", False):
             lines.append("# The preset reads this store's fixed layout (see docs); it maps, in effect:")
         else:
             lines.append("# The preset maps the store; set any of these keys to override it:")
@@ -178,7 +216,11 @@ def render_config(det: Detection, source: SourceConfig, base: Path) -> tuple[str
                 lines.append(f"# preset = {toml_value(m.preset)}")
             lines += ["# " + ln for ln in _mapping_lines(source, m.defaults)]
             lines.append(f"#   ({'; '.join(m.reasons)})")
-    lines += [
+    return lines, dropped
+
+
+def _footer_lines() -> list[str]:
+    return [
         "",
         "# Category rules run before the built-in pack; first match wins.",
         "# [[rules]]",
@@ -197,4 +239,3 @@ def render_config(det: Detection, source: SourceConfig, base: Path) -> tuple[str
         "# max_contradictions = 0",
         "",
     ]
-    return "\n".join(lines), dropped
