@@ -13,6 +13,7 @@ from memwatch_overlay.rules.regexset import Candidates, RegexSet
 
 DEFAULT_PACK = "default_rules.toml"
 KEY_CACHE_SIZE = 4096
+UNKNOWN_VALUES_KEPT = 64    # distinct unknown category-column values remembered for the warning
 
 
 @lru_cache(maxsize=1)
@@ -65,8 +66,13 @@ class Categorizer:
     """
 
     def __init__(self, rules: list[Rule] | tuple[Rule, ...] = (), known: set[str] | None = None,
-                 use_default_pack: bool = True, accelerate: bool = True):
+                 use_default_pack: bool = True, accelerate: bool = True, aliases: dict[str, str] | None = None):
         self.rules = list(rules) + (list(default_rules()) if use_default_pack else [])
+        self.aliases = dict(aliases or {})
+        # category-column values that name no known category (the rules decided instead),
+        # with a count each; take_unknown() hands each value over once
+        self.unknown: dict[str, int] = {}
+        self._told: set[str] = set()
         self._compiled = [_CompiledRule(r) for r in self.rules]
         self.known = known
         self._text_rule_index = [i for i, rule in enumerate(self._compiled) if rule.text is not None]
@@ -106,8 +112,11 @@ class Categorizer:
                    explicit: str | None = None) -> str:
         if explicit:
             explicit = str(explicit).strip().lower()
+            explicit = self.aliases.get(explicit, explicit)
             if explicit and (self.known is None or explicit in self.known):
                 return explicit
+            if explicit and (explicit in self.unknown or len(self.unknown) < UNKNOWN_VALUES_KEPT):
+                self.unknown[explicit] = self.unknown.get(explicit, 0) + 1
         stop, candidates = self._key_hits(source, key)
         if text and candidates:
             hit = self._text_regexes.first_match(text, candidates)
@@ -116,3 +125,19 @@ class Categorizer:
         if stop < len(self._compiled):
             return self._compiled[stop].category
         return DEFAULT_CATEGORY
+
+    def take_unknown(self) -> dict[str, int]:
+        """Unknown category-column values not handed over before (value -> facts), once each."""
+        new = {v: n for v, n in self.unknown.items() if v not in self._told}
+        self._told.update(new)
+        return new
+
+
+def unknown_categories_warning(values: dict[str, int]) -> str:
+    """The one warning about category-column values that name no category."""
+    shown = ", ".join(f"{v!r} ({n})" for v, n in sorted(values.items(), key=lambda kv: -kv[1])[:8])
+    more = f" and {len(values) - 8} more" if len(values) > 8 else ""
+    first = sorted(values)[0]
+    return (f"category column values that are not categories: {shown}{more}; those facts were "
+            f"categorised by the rules instead. Map a value to a category in memwatch.toml, e.g. "
+            f"[categories.preference] aliases = [{first!r}]")

@@ -176,6 +176,8 @@ class Config:
     thresholds: Thresholds = field(default_factory=Thresholds)
     categories: dict[str, CategoryPolicy] = field(
         default_factory=lambda: {k: CategoryPolicy(v) for k, v in DEFAULT_HALF_LIVES.items()})
+    # a source's category-column value -> the category it means ([categories.X] aliases = [...])
+    category_aliases: dict[str, str] = field(default_factory=dict)
     sources: list[SourceConfig] = field(default_factory=list)
     rules: list[Rule] = field(default_factory=list)
     actions: list[Action] = field(default_factory=list)
@@ -252,7 +254,11 @@ def parse_config(raw: dict, path: Path | None = None) -> Config:
         where = f"categories.{name}"
         if not isinstance(body, dict):
             v.fail(where, "must be a table")
-        v.known(body, where, {"half_life_days", "ttl_days"})
+        v.known(body, where, {"half_life_days", "ttl_days", "aliases"})
+        for alias in _str_list(v, body, where, "aliases"):
+            if alias.strip().lower() in cfg.category_aliases:
+                v.fail(f"{where}.aliases", f"{alias!r} already maps to {cfg.category_aliases[alias.strip().lower()]!r}")
+            cfg.category_aliases[alias.strip().lower()] = name
         default = DEFAULT_HALF_LIVES.get(name, DEFAULT_HALF_LIVES["general"])
         half = v.typed(body, where, "half_life_days", (int, float), default)
         ttl = v.typed(body, where, "ttl_days", (int, float), None)

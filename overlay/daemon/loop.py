@@ -233,6 +233,9 @@ class Daemon:
         """Tick until stopped (`once`: a single tick syncing every source), then shut down."""
         self._loop_thread = threading.current_thread()
         self._loop_exited.clear()
+        if once:
+            # a single pass (cron style) has no later tick to defer the update scan to
+            self.settings = dataclasses.replace(self.settings, update_scan_seconds=0.0)
         try:
             self.start()
             while not self._stop.is_set():

@@ -120,7 +120,7 @@ def check_text(text: str, config: Config | None = None, *, overlay_path: str | N
     cfg = config or Config()
     as_of = time.time() if as_of is None else as_of
     detector = detector or make_detector(cfg) or Detector()
-    categorizer = Categorizer(cfg.rules, known=set(cfg.categories))
+    categorizer = Categorizer(cfg.rules, known=set(cfg.categories), aliases=cfg.category_aliases)
     cats = {categorizer.categorize(None, None, text, None)}
     cats |= {s.category for s in detector.extract(text)}
     categories = sorted(cats)

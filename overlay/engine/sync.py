@@ -24,7 +24,7 @@ from typing import Callable
 
 from memwatch_overlay.connectors.base import Connector, Record, make_ref
 from memwatch_overlay.connectors.registry import make_connector
-from memwatch_overlay.rules.categorize import Categorizer
+from memwatch_overlay.rules.categorize import Categorizer, unknown_categories_warning
 from memwatch_overlay.rules.config import MAPPING_KEYS, Config, SourceConfig
 from memwatch_overlay.overlay.engine.scoring import DAY, CategoryPolicy, Score, score_fact
 from memwatch_overlay.overlay.store.database import OverlayStore
@@ -85,7 +85,7 @@ class SyncEngine:
     def __init__(self, store: OverlayStore, config: Config, detector=None):
         self.store = store
         self.config = config
-        self.categorizer = Categorizer(config.rules, known=set(config.categories))
+        self.categorizer = Categorizer(config.rules, known=set(config.categories), aliases=config.category_aliases)
         self.detector = detector
         # guard(store, source_name) -> context manager entered inside each sync's transaction
         # (overlay/store/leases.py fences a sync with the source's lease); None: no guard.
@@ -101,6 +101,7 @@ class SyncEngine:
                  source.subject_pattern, sorted(source.subject_map.items()), source.qdrant_path,
                  [(r.category, r.source, r.key, [p.pattern for p in r.text]) for r in cfg.rules],
                  sorted((k, p.half_life_days, p.ttl_days) for k, p in cfg.categories.items()),
+                 sorted(cfg.category_aliases.items()),
                  (cfg.thresholds.fresh, cfg.thresholds.aging, cfg.thresholds.stale)]
         return hashlib.blake2b(json.dumps(parts, default=str).encode(), digest_size=12).hexdigest()
 
@@ -203,6 +204,9 @@ class SyncEngine:
             if own:
                 connector.close()
         stats.warnings = connector.warnings[warned:]
+        unknown = self.categorizer.take_unknown()
+        if unknown:
+            stats.warnings.append(unknown_categories_warning(unknown))
         stats.seconds = time.monotonic() - started
         return stats
 

@@ -401,7 +401,7 @@ class RowHasher:
         columns = connector.query_columns()
         self.mapping = connector.mapping(columns)
         self.pks = connector.pk_columns(columns)
-        self.categorizer = Categorizer(config.rules, known=set(config.categories))
+        self.categorizer = Categorizer(config.rules, known=set(config.categories), aliases=config.category_aliases)
 
     def __call__(self, image: Image | None, key: Key) -> str | None:
         if image is None:
