@@ -19,6 +19,10 @@ from typing import Callable
 import storeplan as plan
 
 UTC = dt.timezone.utc
+# No framework phones home from a test (there is no network here anyway).
+os.environ.update({"MEM0_TELEMETRY": "False", "ANONYMIZED_TELEMETRY": "False", "AGNO_TELEMETRY": "false",
+                   "OPENAI_AGENTS_DISABLE_TRACING": "1", "CREWAI_DISABLE_TELEMETRY": "true",
+                   "OTEL_SDK_DISABLED": "true"})
 
 
 def _sqlite_stamp(when: dt.datetime) -> str:
@@ -52,6 +56,14 @@ def langgraph_value(p: plan.Planted, i: int) -> dict:
     return {p.category + "_note": p.text}
 
 
+def _langgraph_update_and_delete(store, pks: dict) -> None:
+    """put() again under the same key (LangGraph's update), delete() one item."""
+    up = pks[plan.UPDATED_ITEM]
+    store.put(tuple(up["prefix"].split(".")), up["key"], {"memory": plan.UPDATED_TEXT})
+    gone = pks.pop(plan.DELETED_ITEM)
+    store.delete(tuple(gone["prefix"].split(".")), gone["key"])
+
+
 def langgraph_sqlite(path: Path, layout: str = "user-first", ttl_config: dict | None = None) -> dict:
     from langgraph.store.sqlite import SqliteStore
     conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
@@ -62,6 +74,7 @@ def langgraph_sqlite(path: Path, layout: str = "user-first", ttl_config: dict | 
         ns = LANGGRAPH_LAYOUTS[layout](p)
         store.put(ns, item_key(p.item), langgraph_value(p, i), ttl=p.ttl_days * 1440 if p.ttl_days else None)
         pks[p.item] = {"prefix": ".".join(ns), "key": item_key(p.item)}
+    _langgraph_update_and_delete(store, pks)
     for item, pk in pks.items():
         when = plan.BY_ID[item].at()
         created, expires = conn.execute("SELECT created_at, expires_at FROM store WHERE prefix = ? AND key = ?",
@@ -84,6 +97,7 @@ def langgraph_postgres(dsn: str, layout: str = "user-first") -> dict:
             ns = LANGGRAPH_LAYOUTS[layout](p)
             store.put(ns, item_key(p.item), langgraph_value(p, i), ttl=p.ttl_days * 1440 if p.ttl_days else None)
             pks[p.item] = {"prefix": ".".join(ns), "key": item_key(p.item)}
+        _langgraph_update_and_delete(store, pks)
     with psycopg.connect(dsn, autocommit=True) as conn:
         for item, pk in pks.items():
             when = plan.BY_ID[item].at()
@@ -94,27 +108,37 @@ def langgraph_postgres(dsn: str, layout: str = "user-first") -> dict:
 
 
 # -- mem0 --------------------------------------------------------------------------------------
-def mem0(history_db: Path, qdrant_path: Path) -> dict:
-    """mem0 `Memory` with infer=False (no LLM), qdrant local at `qdrant_path` (mem0's default
-    is /tmp/qdrant; tests pass their own), langchain's DeterministicFakeEmbedding."""
-    os.environ.setdefault("MEM0_TELEMETRY", "False")
+def mem0_memory(history_db: Path, qdrant_path: Path):
+    """mem0 `Memory` with qdrant local at `qdrant_path` (mem0's default is /tmp/qdrant; tests
+    pass their own) and langchain's DeterministicFakeEmbedding; close() it when done."""
     os.environ.setdefault("OPENAI_API_KEY", "unused-no-llm-call")
     from langchain_core.embeddings import DeterministicFakeEmbedding
     from mem0 import Memory
-    mem = Memory.from_config({
+    return Memory.from_config({
         "vector_store": {"provider": "qdrant", "config": {"embedding_model_dims": plan.EMBED_DIM,
                                                            "path": str(qdrant_path)}},
         "history_db_path": str(history_db),
         "embedder": {"provider": "langchain", "config": {"model": DeterministicFakeEmbedding(size=plan.EMBED_DIM)}}})
+
+
+def mem0_close(mem) -> None:
+    mem.vector_store.client.close()
+    mem.db.close()
+
+
+def mem0(history_db: Path, qdrant_path: Path, delete: bool = True) -> dict:
+    """The plan through mem0's `Memory.add(infer=False)` (no LLM), one update(), one delete()
+    (unless `delete` is False); returns item -> pk, plus "memory_ids" -> item -> mem0's id."""
+    mem = mem0_memory(history_db, qdrant_path)
     memory_ids = {}
     for p in plan.by_age():
         expiry = (p.at() + dt.timedelta(days=p.ttl_days)).date().isoformat() if p.ttl_days else None
         res = mem.add(p.text, user_id=p.user, infer=False, expiration_date=expiry)
         memory_ids[p.item] = res["results"][0]["id"]
     mem.update(memory_ids[plan.UPDATED_ITEM], plan.UPDATED_TEXT)
-    mem.delete(memory_ids[plan.DELETED_ITEM])
-    mem.vector_store.client.close()
-    mem.db.close()
+    if delete:
+        mem.delete(memory_ids[plan.DELETED_ITEM])
+    mem0_close(mem)
     conn = sqlite3.connect(history_db)
     pks = {}
     for item, mid in memory_ids.items():
@@ -128,6 +152,7 @@ def mem0(history_db: Path, qdrant_path: Path) -> dict:
         pks[item] = {"id": live[-1]}
     conn.commit()
     conn.close()
+    pks["memory_ids"] = memory_ids
     return pks
 
 
