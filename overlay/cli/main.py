@@ -153,7 +153,8 @@ def main():
 @handle_errors
 def audit(target, config_path, source_name, as_of, fmt, output_path, html_path, github, overlay_path,
           max_stale_ratio, max_stale, max_contradictions, min_avg_freshness):
-    """Score every memory of TARGET (a SQLite/JSON/JSONL file or a postgresql:// DSN) once.
+    """Score every memory of TARGET (a SQLite/JSON/JSONL file, a LanceDB folder, a postgresql:// DSN,
+    or a folder of stores: each recognised store its own source) once.
 
     Exit 0 when the gate passes, 1 when a threshold is exceeded, 2 on bad input.
     """
@@ -594,7 +595,8 @@ def connectors_cmd(fmt):
 @click.option("--force", is_flag=True, help="Overwrite an existing file.")
 @handle_errors
 def init(target, output_path, force):
-    """Write a commented memwatch.toml for the store TARGET holds (detected as `audit` does).
+    """Write a commented memwatch.toml for the store TARGET holds (detected as `audit` does;
+    a folder: one [[sources]] entry per recognised store).
 
     Fed back with `audit --config`, it audits exactly what `audit TARGET` does.
     """
