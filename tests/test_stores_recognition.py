@@ -116,6 +116,26 @@ def test_zero_config_names_documented_as_they_are(agent_store, tmp_path):
     assert "named after its preset" in docs
 
 
+def test_crewai_0x_says_it_has_no_user_and_a_pattern_finds_it(agent_store, tmp_path):
+    folder = agent_store("crewai")
+    manifest = json.loads((folder / "manifest.json").read_text())
+    proc = run("audit", folder / "long_term_memory_storage.db", "--as-of", manifest["reference_time"],
+               "--overlay", "o.db", "--format", "json", cwd=tmp_path)
+    assert "keeps no user" in proc.stderr
+    (tmp_path / "memwatch.toml").write_text(
+        f'[[sources]]\nname = "crew"\nconnector = "sqlite"\npreset = "crewai"\n'
+        f'path = "{folder / "long_term_memory_storage.db"}"\nsubject = "task_description"\n'
+        "subject_pattern = '\\((u_[a-z]+)\\)'\n")
+    proc = run("audit", "--config", "memwatch.toml", "--as-of", manifest["reference_time"], "--overlay", "o2.db",
+               "--format", "json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "keeps no user" not in proc.stderr
+    subjects = {f["pk"]["id"]: f["subject"] for f in json.loads(proc.stdout)["facts"]}
+    assert {subjects[str(i["source"]["pk"]["id"])] for i in manifest["items"]} == set(manifest["users"])
+    for item in manifest["items"]:
+        assert subjects[str(item["source"]["pk"]["id"])] == item["user"]
+
+
 # -- mem0's qdrant ---------------------------------------------------------------------------
 def test_mem0_default_qdrant_place_is_mem0s_own_default():
     qdrant = pytest.importorskip("mem0.configs.vector_stores.qdrant", reason="the test-integrations extra")
