@@ -101,11 +101,18 @@ class LangGraphSqliteStore(SqliteConnector):
 
     # -- subjects ----------------------------------------------------------------------
     def _namespaced(self) -> bool:
+        """Subjects from the namespace: the default mapping on the store table (a user's
+        query gets its `prefix` column judged namespace by namespace)."""
         return self.source.subject == "prefix"
+
+    def _store_table(self) -> bool:
+        return self.source.query is None and bool(self.source.table)
 
     def namespace_positions(self) -> dict[int, int]:
         """The subject position per namespace depth, from the store's distinct namespaces
         (one pass over LangGraph's prefix index)."""
+        if self._positions is None and not self._store_table():
+            self._positions = {}
         if self._positions is None:
             stmt = exp.select(sqlguard.column("prefix")).distinct().from_(sqlguard.table(self.source.table))
             before = self.rows_read

@@ -9,6 +9,7 @@ incremental read also takes rows whose TTL started after the watermark.
 """
 from __future__ import annotations
 
+import psycopg
 from sqlglot import exp
 
 from memwatch_overlay.connectors import sqlguard
@@ -61,8 +62,12 @@ class LangGraphPostgresStore(PostgresConnector):
             rel, schema = self._from()
             stmt = exp.select(sqlguard.column("prefix")).distinct().from_(sqlguard.table(rel, schema))
             before = self.rows_read
-            prefixes = [r["prefix"] for r in self.iter_rows(stmt.sql(dialect=self.dialect))]
-            self.rows_read = before
+            try:
+                prefixes = [r["prefix"] for r in self.iter_rows(stmt.sql(dialect=self.dialect))]
+            except psycopg.Error as exc:
+                raise self._fail(exc, "read failed") from None
+            finally:
+                self.rows_read = before
             self._positions = subject_positions(prefixes)
         return self._positions
 

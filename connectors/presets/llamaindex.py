@@ -40,7 +40,10 @@ def chat_text(value) -> tuple[str | None, str | None]:
 class LlamaIndexChatStore(SqliteConnector):
     preset = "llamaindex"
     description = "LlamaIndex SQLiteChatStore (data_<name>: user messages per chat key)"
-    defaults = dict(table="data_chatstore", id=["id"], text="value", subject="key")
+    # `where` keeps the assistant's turns out of the rows read, so the key-only deletion pass
+    # sees exactly the rows that are facts
+    defaults = dict(table="data_chatstore", id=["id"], text="value", subject="key",
+                    where="json_extract(value, '$.role') = 'user'")
     extra_columns = ("value",)
     row_local = True
 

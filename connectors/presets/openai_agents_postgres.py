@@ -11,6 +11,7 @@ without a prefix that every session id shares (`assistant-u_erin` -> `u_erin`).
 """
 from __future__ import annotations
 
+import psycopg
 from sqlglot import exp
 
 from memwatch_overlay.connectors import sqlguard
@@ -67,7 +68,10 @@ class OpenAIAgentsPostgresSession(PostgresConnector):
         rel, schema = self._from()
         col = sqlguard.column("session_id")
         stmt = exp.select(exp.Min(this=col), exp.Max(this=col)).from_(sqlguard.table(rel, schema))
-        rows = list(self.iter_rows(stmt.sql(dialect=self.dialect)))
+        try:
+            rows = list(self.iter_rows(stmt.sql(dialect=self.dialect)))
+        except psycopg.Error as exc:
+            raise self._fail(exc, "read failed") from None
         self.rows_read -= len(rows)
         if not rows:
             return None
