@@ -12,6 +12,7 @@ import asyncio
 import datetime as dt
 import os
 import sqlite3
+import tempfile
 import uuid
 from pathlib import Path
 from typing import Callable
@@ -19,7 +20,9 @@ from typing import Callable
 import storeplan as plan
 
 UTC = dt.timezone.utc
-# No framework phones home from a test (there is no network here anyway).
+# No framework phones home from a test (there is no network here anyway), and mem0 keeps its
+# ~/.mem0 (config.json, written at import) in a temporary folder, not the user's home.
+os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="memwatch-test-mem0-"))
 os.environ.update({"MEM0_TELEMETRY": "False", "ANONYMIZED_TELEMETRY": "False", "AGNO_TELEMETRY": "false",
                    "OPENAI_AGENTS_DISABLE_TRACING": "1", "CREWAI_DISABLE_TELEMETRY": "true",
                    "OTEL_SDK_DISABLED": "true"})

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import frameworkstores  # noqa: F401  (the frameworks' environment: no telemetry, mem0's home in a temp folder)
 from memwatch_overlay.connectors.folders import folder_source_name, scan_folder
 from memwatch_overlay.connectors.recognize import detect, hint_table, mapping_snippet, no_match_message
 from memwatch_overlay.connectors.subjects import SubjectMapping
