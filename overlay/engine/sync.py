@@ -15,6 +15,7 @@ if nothing else did; `rescore_due()` rescores just the facts whose time has come
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import time
@@ -94,13 +95,15 @@ class SyncEngine:
     # -- what the facts were computed from ------------------------------------------------
     def fingerprint(self, source: SourceConfig) -> str:
         """A hash of everything a source's facts depend on besides the data: mapping, rules,
-        categories, thresholds. The daemon resyncs a source fully when it changes."""
+        categories, thresholds, the confidence lifecycle. The daemon resyncs a source fully
+        when it changes (tests/test_fingerprint.py: every config field scoring reads is here)."""
         cfg = self.config
         parts = [source.connector, source.preset, source.target, source.table, source.query, source.id,
                  source.where, source.records, [getattr(source, k) for k in MAPPING_KEYS],
                  [(r.category, r.source, r.key, [p.pattern for p in r.text]) for r in cfg.rules],
-                 sorted((k, p.half_life_days, p.ttl_days) for k, p in cfg.categories.items()),
-                 (cfg.thresholds.fresh, cfg.thresholds.aging, cfg.thresholds.stale)]
+                 # every field of the scoring policies, so that a new one cannot be forgotten here
+                 sorted((k, dataclasses.astuple(p)) for k, p in cfg.categories.items()),
+                 dataclasses.astuple(cfg.thresholds), dataclasses.astuple(cfg.lifecycle)]
         return hashlib.blake2b(json.dumps(parts, default=str).encode(), digest_size=12).hexdigest()
 
     # -- scoring ------------------------------------------------------------------------
