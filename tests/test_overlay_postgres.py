@@ -311,13 +311,16 @@ def test_rescore_streams_score_inputs_through_a_server_side_cursor(both):
         later = AS_OF + 30 * 86400.0
         seen_cursors, calls = [], []
 
-        def score_row(row):
+        real_score_row = engine.score_row
+
+        def score_row(row, as_of):
             if not calls:
                 seen_cursors.extend(c[0] for c in store.conn.execute("SELECT name FROM pg_cursors").fetchall())
             calls.append(row["id"])
-            return engine.score_row(row, later)
+            return real_score_row(row, as_of)
+        engine.score_row = score_row       # the engine scores the pages the store streams
         live = store.count_live(result.source_ids[0])
-        assert store.rescore(score_row, later, batch=5) == live == len(set(calls)) > 5
+        assert engine.rescore(later, batch=5) == live == len(set(calls)) > 5
         assert [c for c in seen_cursors if c.startswith("memwatch_stream_")]
         assert not store.conn.execute("SELECT name FROM pg_cursors").fetchall()
         assert store.conn.execute("SELECT count(*) FROM facts WHERE status IN ('active', 'contradicted') "
@@ -360,7 +363,7 @@ def test_fact_vectors_round_trip_alike(both):
         audit(config=cfg, as_of=AS_OF).close()
         with open_overlay(cfg, None) as store:
             facts = [(r["id"], r["text"]) for r in store.find_facts()]
-            cache = VectorCache(store.conn)
+            cache = VectorCache(store)
             first = _CountingEmbedder("m1")
             assert cache.ensure(first, facts) == len(facts)
             again = _CountingEmbedder("m1")
