@@ -286,6 +286,9 @@ class OverlayStore:
     """Opens (and migrates) the overlay database: a SQLite file at `path`, or a
     postgresql:// DSN (overlay/store/postgres_dialect.py runs the same statements there)."""
 
+    conn: Any           # sqlite3.Connection, or a PgConnection answering the same calls (plus stream())
+    path: Path | str    # the file, or the DSN (reopened by path)
+
     def __init__(self, path: str | Path):
         if overlay_db.is_dsn(path):
             self._open_postgres(str(path))
@@ -790,7 +793,7 @@ class OverlayStore:
             chunk = next(rows, None) if pages else rows.fetchmany(batch)
             if not chunk:
                 break
-            updates = []
+            updates: list[tuple] = []
             append = updates.append
             for r in chunk:
                 s = score_row(r)
