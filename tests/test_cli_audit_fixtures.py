@@ -10,16 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from fixture_stores import of_kind
+
 AGENT_STORES = Path(__file__).parent / "fixtures" / "agent-stores"
 SCRIPT = shutil.which("memwatch-overlay", path=str(Path(sys.executable).parent)) or shutil.which("memwatch-overlay")
 
-STORES = {   # framework -> one store file, expected preset
-    "langgraph": ("langgraph_store.sqlite", "langgraph"),
-    "mem0": ("history.db", "mem0"),
-    "memlife": ("u_priya/memlife.db", "memlife"),
-    "openai-agents": ("agent_sessions.db", "openai-agents"),
-    "crewai": ("long_term_memory_storage.db", "crewai"),
-}
+# (framework, store file, expected preset): every SQLite fixture store (see fixture_stores.py)
+STORES = [(name, store, f.preset) for name, f in of_kind("sqlite").items() for store in f.stores]
 TOP_KEYS = {"version", "as_of", "passed", "summary", "thresholds", "facts", "contradictions"}
 SUMMARY_KEYS = {"total", "fresh", "aging", "stale", "expired", "contradicted", "avg_freshness"}
 FACT_KEYS = {"source", "table", "pk", "ref", "subject", "key", "text", "category", "created_at", "age_days",
@@ -37,9 +34,8 @@ def run_audit(target: Path, as_of: str, overlay: Path, *extra: str) -> subproces
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("framework", list(STORES))
-def test_cli_json_contract_on_fixture(agent_store, tmp_path, framework):
-    file, preset = STORES[framework]
+@pytest.mark.parametrize("framework,file,preset", STORES, ids=[f"{n}/{s}" for n, s, _ in STORES])
+def test_cli_json_contract_on_fixture(agent_store, tmp_path, framework, file, preset):
     folder = agent_store(framework)
     manifest = json.loads((folder / "manifest.json").read_text())
     proc = run_audit(folder / file, manifest["reference_time"], tmp_path / "overlay.db")

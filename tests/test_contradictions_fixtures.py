@@ -6,11 +6,13 @@ from datetime import datetime
 
 import pytest
 
+from fixture_stores import FIXTURES
+
 from memwatch_overlay.overlay.detect.detector import Detector, FactView
 
 from conftest import load_manifest
 
-FRAMEWORKS = ["crewai", "langgraph", "mcp-memory", "mem0", "memlife", "openai-agents"]
+FRAMEWORKS = list(FIXTURES)
 
 
 def _facts(manifest: dict) -> dict[str, FactView]:

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from fixture_stores import FIXTURES
+
 from memwatch_overlay.overlay.detect import blocks as dc
 from memwatch_overlay.overlay.engine.audit import audit
 from memwatch_overlay.overlay.detect.detector import Detector
@@ -57,17 +59,18 @@ def test_scan_and_per_block_queries_agree(tmp_path, monkeypatch, scan_min):
         assert stats.records == 1 and stats.contradictions >= 1
 
 
-@pytest.mark.parametrize("framework", ["mem0", "langgraph", "mcp-memory", "crewai"])
+@pytest.mark.parametrize("framework", list(FIXTURES))
 def test_audit_json_is_the_same_either_way(tmp_path, monkeypatch, framework):
     folder = AGENT_STORES / framework
-    stores = sorted(p for p in folder.iterdir() if p.suffix in (".db", ".sqlite", ".json", ".jsonl"))
+    stores = [folder / s for s in FIXTURES[framework].stores]
     assert stores, folder
     outputs = []
     for threshold in (10**9, 0):
         monkeypatch.setattr(dc, "SCAN_MIN_CHANGED", threshold)
         work = tmp_path / str(threshold)
         work.mkdir()
-        target = work / stores[0].name
+        target = work / stores[0].relative_to(folder)     # memlife: the user's folder names the subject
+        target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(stores[0], target)
         result = audit(str(target), as_of=AS_OF, overlay_path=str(work / "overlay.db"))
         path = work / "out.json"

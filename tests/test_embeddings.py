@@ -52,7 +52,7 @@ def test_default_model_loads_offline_and_ranks_meaning(embedder):
 def test_vectors_are_cached_in_the_overlay_with_the_model(tmp_path, embedder):
     with OverlayStore(tmp_path / "o.db") as store:
         ids = _add_facts(store, ["Lives in Oslo", "Works at Equinor", "Has two cats"])
-        cache = VectorCache(store.conn)
+        cache = VectorCache(store)
         facts = list(zip(ids, ["Lives in Oslo", "Works at Equinor", "Has two cats"]))
         fresh = Embedder()                           # an empty memory cache: must read the overlay
         assert cache.ensure(fresh, facts) == 3
@@ -71,7 +71,7 @@ def test_vectors_of_another_model_are_found_and_reembedded(tmp_path, embedder):
     with OverlayStore(tmp_path / "o.db") as store:
         texts = ["Lives in Oslo", "Works at Equinor", "Has two cats"]
         ids = _add_facts(store, texts)
-        cache = VectorCache(store.conn)
+        cache = VectorCache(store)
         cache.ensure(embedder, list(zip(ids, texts)))
         store.conn.execute("UPDATE fact_vectors SET model = 'old-model', vector = zeroblob(8) "
                            "WHERE fact_id IN (?, ?)", ids[:2])
@@ -131,7 +131,7 @@ def test_sync_keeps_vectors_in_the_overlay_and_reembeds_after_a_model_change(tmp
         engine = SyncEngine(overlay, cfg, detector=det)
         stats = engine.sync(cfg.sources[0], as_of=parse_timestamp("2026-11-29"), full=True)
         assert stats.contradictions == 1
-        cache = VectorCache(overlay.conn)
+        cache = VectorCache(overlay)
         assert cache.models() == {DEFAULT_MODEL_NAME: 3}
         # another model made these vectors: the next sync finds and replaces them
         overlay.conn.execute("UPDATE fact_vectors SET model = 'old-model'")
@@ -179,7 +179,7 @@ def test_a_sync_embeds_many_blocks_in_few_model_calls_and_finds_the_same(tmp_pat
             found = overlay.conn.execute(
                 "SELECT o.ref, n.ref, c.kind, round(c.confidence, 4), c.evidence FROM contradictions c "
                 "JOIN facts o ON o.id = c.older_id JOIN facts n ON n.id = c.newer_id ORDER BY 1, 2").fetchall()
-            assert VectorCache(overlay.conn).models() == {DEFAULT_MODEL_NAME: 2 * users}
+            assert VectorCache(overlay).models() == {DEFAULT_MODEL_NAME: 2 * users}
             return emb, [tuple(r) for r in found]
 
     batched, found = run("batched.db")

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from fixture_stores import of_kind
+
 from memwatch_overlay.overlay.engine import maintenance
 from memwatch_overlay.overlay.store.backup import export_overlay, import_overlay
 from memwatch_overlay.overlay.engine.audit import audit, open_overlay, overlay_report
@@ -27,13 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 AGENT_STORES = Path(__file__).parent / "fixtures" / "agent-stores"
 AS_OF = parse_as_of("2026-11-29")
 SCRIPT = shutil.which("memwatch-overlay", path=str(Path(sys.executable).parent)) or shutil.which("memwatch-overlay")
-FIXTURES = {   # framework -> (store file, the manifest's reference time)
-    "langgraph": "langgraph_store.sqlite",
-    "mem0": "history.db",
-    "memlife": "u_priya/memlife.db",
-    "openai-agents": "agent_sessions.db",
-    "crewai": "long_term_memory_storage.db",
-}
+# (framework, store file): every SQLite fixture store (see fixture_stores.py)
+FIXTURES = [(name, store) for name, f in of_kind("sqlite").items() for store in f.stores]
 
 pytestmark = pytest.mark.postgres
 
@@ -170,15 +167,15 @@ def test_deleted_rows_are_marked_and_pruned_alike(both):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("framework", list(FIXTURES))
-def test_console_script_audits_fixture_stores_alike(framework, agent_store, pg_overlay, tmp_path):
+@pytest.mark.parametrize("framework,file", FIXTURES, ids=[f"{n}/{s}" for n, s in FIXTURES])
+def test_console_script_audits_fixture_stores_alike(framework, file, agent_store, pg_overlay, tmp_path):
     """`audit <store> --overlay <file|dsn> --format json`: same JSON from both overlays."""
     assert SCRIPT, "the memwatch-overlay console script is not installed in this environment"
     folder = agent_store(framework)
     as_of = json.loads((folder / "manifest.json").read_text())["reference_time"]
     outputs = []
     for overlay in (str(tmp_path / "overlay.db"), pg_overlay()):
-        proc = subprocess.run([SCRIPT, "audit", str(folder / FIXTURES[framework]), "--format", "json",
+        proc = subprocess.run([SCRIPT, "audit", str(folder / file), "--format", "json",
                                "--as-of", as_of, "--overlay", overlay], capture_output=True, text=True, timeout=180)
         assert proc.returncode in (0, 1), proc.stderr
         doc = json.loads(proc.stdout)
@@ -314,13 +311,16 @@ def test_rescore_streams_score_inputs_through_a_server_side_cursor(both):
         later = AS_OF + 30 * 86400.0
         seen_cursors, calls = [], []
 
-        def score_row(row):
+        real_score_row = engine.score_row
+
+        def score_row(row, as_of):
             if not calls:
                 seen_cursors.extend(c[0] for c in store.conn.execute("SELECT name FROM pg_cursors").fetchall())
             calls.append(row["id"])
-            return engine.score_row(row, later)
+            return real_score_row(row, as_of)
+        engine.score_row = score_row       # the engine scores the pages the store streams
         live = store.count_live(result.source_ids[0])
-        assert store.rescore(score_row, later, batch=5) == live == len(set(calls)) > 5
+        assert engine.rescore(later, batch=5) == live == len(set(calls)) > 5
         assert [c for c in seen_cursors if c.startswith("memwatch_stream_")]
         assert not store.conn.execute("SELECT name FROM pg_cursors").fetchall()
         assert store.conn.execute("SELECT count(*) FROM facts WHERE status IN ('active', 'contradicted') "
@@ -363,7 +363,7 @@ def test_fact_vectors_round_trip_alike(both):
         audit(config=cfg, as_of=AS_OF).close()
         with open_overlay(cfg, None) as store:
             facts = [(r["id"], r["text"]) for r in store.find_facts()]
-            cache = VectorCache(store.conn)
+            cache = VectorCache(store)
             first = _CountingEmbedder("m1")
             assert cache.ensure(first, facts) == len(facts)
             again = _CountingEmbedder("m1")

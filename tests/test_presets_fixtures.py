@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from fixture_stores import of_kind
+
 from memwatch_overlay.connectors.recognize import detect
 from memwatch_overlay.overlay.engine.audit import audit
 from memwatch_overlay.overlay.engine.scoring import (
@@ -30,16 +32,10 @@ from memwatch_overlay.core.timeparse import parse_timestamp, to_iso
 AGENT_STORES = Path(__file__).parent / "fixtures" / "agent-stores"
 
 # framework -> (preset detection must pick, store files audited one by one)
-SQLITE_STORES = {
-    "langgraph": ("langgraph", ["langgraph_store.sqlite"]),
-    "mem0": ("mem0", ["history.db"]),
-    "memlife": ("memlife", ["u_amara/memlife.db", "u_priya/memlife.db", "u_tomasz/memlife.db"]),
-    "openai-agents": ("openai-agents", ["agent_sessions.db"]),
-    "crewai": ("crewai", ["long_term_memory_storage.db"]),
-}
+SQLITE_STORES = {name: (f.preset, list(f.stores)) for name, f in of_kind("sqlite").items()}
 # Items whose audit category equals the manifest's, measured with the shipped default rules
 # (mem0 takes the category its vector payload carries). A rule change may not lose any.
-MIN_CATEGORY_MATCHES = {"langgraph": 33, "mem0": 33, "memlife": 33, "openai-agents": 33, "crewai": 33}
+MIN_CATEGORY_MATCHES = {name: f.min_category_matches for name, f in of_kind("sqlite").items()}
 # intended_time = reference_time - age_days - a 0..300 minute offset (manifest conventions)
 AGE_SLACK_DAYS = 300 / 1440 + 1e-6
 
@@ -203,7 +199,7 @@ def test_categories_match_the_manifest(audited, framework):
     assert len(matched) >= MIN_CATEGORY_MATCHES[framework], missed
 
 
-@pytest.mark.parametrize("framework", ["langgraph", "mem0", "memlife", "openai-agents"])
+@pytest.mark.parametrize("framework", [n for n, f in of_kind("sqlite").items() if f.subjects])
 def test_subject_is_the_manifest_user(audited, framework):
     a = audited(framework)
     m = manifest(framework)

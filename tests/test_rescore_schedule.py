@@ -137,7 +137,7 @@ def test_labels_scored_for_a_future_moment_are_due_now(tmp_path, seeded):
 def test_v1_overlay_migrates_with_every_live_fact_due(tmp_path):
     path = tmp_path / "old.db"
     conn = sqlite3.connect(path)
-    conn.executescript(MIGRATIONS[0] + "; PRAGMA user_version = 1;")
+    conn.executescript(MIGRATIONS[1] + "; PRAGMA user_version = 1;")
     conn.execute("INSERT INTO sources (id, name, connector, target) VALUES (1, 'bot', 'sqlite', 'x.db')")
     for i, status in enumerate(["active", "deleted", "contradicted"]):
         conn.execute("INSERT INTO facts (source_id, tbl, pk, ref, text, category, content_hash, first_seen, "

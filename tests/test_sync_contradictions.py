@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+import fixture_stores
+
 from memwatch_overlay.overlay.engine.audit import audit
 from memwatch_overlay.overlay.detect.detector import Detector
 from memwatch_overlay.overlay.detect.blocks import make_detector
@@ -132,9 +134,7 @@ def test_other_subjects_and_categories_are_never_compared(tmp_path):
 
 # -- the fixture stores, end to end ------------------------------------------------------
 
-FIXTURES = {"langgraph": ["langgraph_store.sqlite"], "mem0": ["history.db"],
-            "openai-agents": ["agent_sessions.db"], "crewai": ["long_term_memory_storage.db"],
-            "memlife": ["u_amara/memlife.db", "u_priya/memlife.db", "u_tomasz/memlife.db"]}
+FIXTURES = {name: list(f.stores) for name, f in fixture_stores.of_kind("sqlite").items()}
 
 
 @pytest.mark.parametrize("framework", list(FIXTURES))

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from fixture_stores import FIXTURES
+
 from memwatch_overlay.connectors.base import Record
 from memwatch_overlay.connectors.recognize import detect, source_from_detection
 from memwatch_overlay.connectors.registry import make_connector
@@ -36,9 +38,7 @@ from scoring_reference import (ref_content_hash, ref_engine_score, ref_fact_row,
                                ref_row_to_record, ref_score_row, same)
 
 AGENT_STORES = Path(__file__).parent / "fixtures" / "agent-stores"
-FIXTURE_STORES = ["langgraph/langgraph_store.sqlite", "mem0/history.db", "memlife/u_amara/memlife.db",
-                  "memlife/u_priya/memlife.db", "memlife/u_tomasz/memlife.db", "openai-agents/agent_sessions.db",
-                  "crewai/long_term_memory_storage.db", "mcp-memory/memory.jsonl"]
+FIXTURE_STORES = [f"{name}/{store}" for name, f in FIXTURES.items() for store in f.stores]
 
 
 def reference_time(store: str) -> float:

@@ -112,9 +112,7 @@ class WatchedStore(BaseStore):
     def _watch(self, ref: str) -> dict:
         """What the overlay now says about one put item, and which older items it contradicts."""
         row = self.overlay.fact_row(ref)
-        contradicts = [r[0] for r in self.overlay.conn.execute(
-            "SELECT o.ref FROM contradictions c JOIN facts o ON o.id = c.older_id WHERE c.newer_id = ? "
-            "ORDER BY o.ref", (row["id"],))]
+        contradicts = self.overlay.contradicts(row["id"])
         return {"ref": ref, "category": row["category"], "freshness": row["freshness"], "label": row["label"],
                 "confidence": row["confidence"], "status": row["status"], "contradicts": contradicts,
                 "contradicted_by": row["contradicted_by"].split("\x1f") if row["contradicted_by"] else []}

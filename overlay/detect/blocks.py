@@ -14,7 +14,7 @@ from itertools import combinations
 
 from memwatch_overlay.overlay.detect.detector import Detector, FactView
 from memwatch_overlay.overlay.detect.slots import stem
-from memwatch_overlay.overlay.store.database import LIVE, OverlayStore
+from memwatch_overlay.overlay.store.database import OverlayStore
 
 
 def learned_at(row: sqlite3.Row) -> float:
@@ -43,9 +43,7 @@ def detect_changed(store: OverlayStore, detector: Detector, source_id: int, sync
     before = detector.comparisons
     vectors = _vector_cache(store, detector)
     saver = _Saver(store, now)
-    n_changed = store.conn.execute(
-        f"SELECT count(*) FROM facts WHERE source_id = ? AND changed_sync = ? AND {LIVE}",
-        (source_id, sync_no)).fetchone()[0]
+    n_changed = store.count_changed(source_id, sync_no, live_only=True)
     blocks = _scanned_blocks if n_changed >= SCAN_MIN_CHANGED else _queried_blocks
     if vectors is not None:
         blocks = _embedded_in_batches(blocks, vectors, detector.embedder)
@@ -83,9 +81,7 @@ def _with_vectors(pending: list, vectors, embedder):
 
 def _queried_blocks(store: OverlayStore, source_id: int, sync_no: int):
     """(block rows, changed ids) per block of the changed facts: one query per block."""
-    changed = store.conn.execute(
-        f"SELECT id, subject, category FROM facts WHERE source_id = ? AND changed_sync = ? AND {LIVE}",
-        (source_id, sync_no)).fetchall()
+    changed = store.changed_live_blocks(source_id, sync_no)
     blocks: dict[tuple, set[int]] = defaultdict(set)
     for row in changed:
         blocks[(row["subject"], row["category"])].add(row["id"])
@@ -259,7 +255,7 @@ def _vector_cache(store: OverlayStore, detector: Detector):
     if getattr(detector, "embedder", None) is None or not hasattr(detector.embedder, "model_name"):
         return None
     from memwatch_overlay.overlay.detect.embeddings import VectorCache
-    cache = VectorCache(store.conn)
+    cache = VectorCache(store)
     if hasattr(detector.embedder, "embed"):
         cache.reembed_stale(detector.embedder)
     return cache

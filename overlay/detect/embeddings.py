@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sqlite3
 from collections import OrderedDict
 from pathlib import Path
 from typing import Iterable
@@ -132,10 +131,11 @@ class Embedder:
 
 
 class VectorCache:
-    """Fact vectors stored in the overlay (``fact_vectors``), stamped with their model."""
+    """Fact vectors stored in the overlay (``fact_vectors``, through the store), stamped
+    with their model."""
 
-    def __init__(self, conn: sqlite3.Connection):
-        self.conn = conn
+    def __init__(self, store):
+        self.store = store
 
     def ensure(self, embedder: Embedder, facts: Iterable[tuple[int, str]]) -> int:
         """Make sure each (fact_id, text) has a vector from ``embedder``'s model.
@@ -147,13 +147,7 @@ class VectorCache:
         facts = list(facts)
         if not facts:
             return 0
-        have = {}
-        for chunk in _chunks([f[0] for f in facts], 500):
-            q = ", ".join("?" * len(chunk))
-            for row in self.conn.execute(
-                    f"SELECT fact_id, model, text_hash, dim, vector FROM fact_vectors WHERE fact_id IN ({q})",
-                    chunk):
-                have[row[0]] = row
+        have = self.store.stored_vectors([f[0] for f in facts])
         todo = []
         for fid, text in facts:
             row = have.get(fid)
@@ -164,36 +158,25 @@ class VectorCache:
         if todo:
             before = embedder.encoded
             vecs = embedder.embed([t for _, t in todo])
-            self.conn.executemany(
-                "INSERT INTO fact_vectors (fact_id, model, dim, text_hash, vector) VALUES (?, ?, ?, ?, ?) "
-                "ON CONFLICT (fact_id) DO UPDATE SET model = excluded.model, dim = excluded.dim, "
-                "text_hash = excluded.text_hash, vector = excluded.vector",
-                [(fid, embedder.model_name, int(v.shape[0]), text_hash(t), v.astype("float32").tobytes())
-                 for (fid, t), v in zip(todo, vecs)])
+            self.store.save_vectors(
+                (fid, embedder.model_name, int(v.shape[0]), text_hash(t), v.astype("float32").tobytes())
+                for (fid, t), v in zip(todo, vecs))
             return embedder.encoded - before
         return 0
 
     def stale(self, model_name: str) -> list[int]:
         """Facts whose stored vector was made by another model."""
-        return [r[0] for r in self.conn.execute(
-            "SELECT fact_id FROM fact_vectors WHERE model != ? ORDER BY fact_id", (model_name,))]
+        return self.store.vectors_not_of(model_name)
 
     def reembed_stale(self, embedder: Embedder, batch: int = 1000) -> int:
         """Re-embed every fact whose vector another model made; returns how many."""
         n = 0
         while True:
-            rows = self.conn.execute(
-                "SELECT v.fact_id, f.text FROM fact_vectors v JOIN facts f ON f.id = v.fact_id "
-                "WHERE v.model != ? LIMIT ?", (embedder.model_name, batch)).fetchall()
+            rows = self.store.texts_with_vectors_not_of(embedder.model_name, batch)
             if not rows:
                 return n
-            self.ensure(embedder, [(r[0], r[1]) for r in rows])
+            self.ensure(embedder, rows)
             n += len(rows)
 
     def models(self) -> dict[str, int]:
-        return dict(self.conn.execute("SELECT model, count(*) FROM fact_vectors GROUP BY model"))
-
-
-def _chunks(items: list, n: int):
-    for i in range(0, len(items), n):
-        yield items[i:i + n]
+        return self.store.vector_models()

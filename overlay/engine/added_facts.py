@@ -118,12 +118,7 @@ def sync_records(engine: SyncEngine, source: SourceConfig, records: list[Record]
 
 def forget_native(store: OverlayStore, refs: list[str]) -> int:
     """Erase native facts (and their contradictions); call inside a transaction."""
-    n = 0
-    for ref in refs:
-        n += store.conn.execute(
-            "DELETE FROM facts WHERE ref = ? AND source_id = (SELECT id FROM sources WHERE name = ?)",
-            (ref, NATIVE_SOURCE)).rowcount
-    return n
+    return store.delete_facts_of_source(refs, NATIVE_SOURCE)
 
 
 def is_native(ref: str) -> bool:

@@ -17,7 +17,7 @@ from memwatch_overlay.overlay.engine import gate
 from memwatch_overlay.core import fastjson as jsontext
 from memwatch_overlay.core.errors import ConfigError
 from memwatch_overlay.core.redact import redact_dsn
-from memwatch_overlay.overlay.store.database import REPORT_COLUMNS, OverlayStore
+from memwatch_overlay.overlay.store.database import OverlayStore, ReportRow
 from memwatch_overlay.overlay.engine.sync import SyncEngine, SyncStats
 from memwatch_overlay.core.timeparse import to_iso
 
@@ -121,7 +121,7 @@ class AuditResult:
 
 
 # Column of a FACT_SELECT row (read by name) holding each field of REPORT_COLUMNS.
-_ROW_NAMES = tuple({"source": "source_name", "table": "tbl"}.get(name, name) for name, _ in REPORT_COLUMNS)
+_ROW_NAMES = tuple({"source": "source_name", "table": "tbl"}.get(name, name) for name in ReportRow._fields)
 
 
 def fact_dict(row) -> dict:
@@ -130,23 +130,22 @@ def fact_dict(row) -> dict:
 
 
 def fact_dicts(rows: Iterable[Sequence]) -> Iterator[dict]:
-    """Rows of REPORT_COLUMNS (by position) in the audit JSON contract's `facts[]` shape."""
+    """Rows of REPORT_COLUMNS (ReportRow, read by name) in the audit JSON contract's `facts[]` shape."""
     iso = _IsoTexts()    # a sync stamps many facts with one first_seen
-
-    for (source, table, pk, ref, subject, key, text, category, created_at, updated_at, age_days,
-         freshness, label, days_left, days_until_expired, expires_at, expired_by, confidence, status,
-         contradicted_by, first_seen, annotations_json) in rows:
+    loads = jsontext.loads
+    for r in map(ReportRow._make, rows):
+        contradicted_by, annotations = r.contradicted_by, r.annotations
         yield {
-            "source": source, "table": table, "pk": jsontext.loads(pk), "ref": ref,
-            "subject": subject, "key": key, "text": text, "category": category,
-            "created_at": iso[created_at], "updated_at": iso[updated_at],
-            "age_days": age_days, "freshness": freshness, "label": label,
-            "days_left": days_left, "days_until_expired": days_until_expired,
-            "expires_at": iso[expires_at], "expired_by": expired_by,
-            "confidence": confidence, "status": status,
+            "source": r.source, "table": r.table, "pk": loads(r.pk), "ref": r.ref,
+            "subject": r.subject, "key": r.key, "text": r.text, "category": r.category,
+            "created_at": iso[r.created_at], "updated_at": iso[r.updated_at],
+            "age_days": r.age_days, "freshness": r.freshness, "label": r.label,
+            "days_left": r.days_left, "days_until_expired": r.days_until_expired,
+            "expires_at": iso[r.expires_at], "expired_by": r.expired_by,
+            "confidence": r.confidence, "status": r.status,
             "contradicted_by": contradicted_by.split("\x1f") if contradicted_by else [],
-            "first_seen": iso[first_seen],
-            "annotations": jsontext.loads(annotations_json) if annotations_json not in (None, "", "[]") else [],
+            "first_seen": iso[r.first_seen],
+            "annotations": loads(annotations) if annotations not in (None, "", "[]") else [],
         }
 
 

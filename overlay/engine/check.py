@@ -19,7 +19,6 @@ from memwatch_overlay.rules.config import Config
 from memwatch_overlay.overlay.engine.audit import open_overlay
 from memwatch_overlay.overlay.detect.detector import Detector, FactView
 from memwatch_overlay.overlay.detect.blocks import fact_view, make_detector
-from memwatch_overlay.overlay.store.database import LIVE
 from memwatch_overlay.overlay.engine.sync import SyncEngine
 from memwatch_overlay.core.timeparse import to_iso
 from memwatch_overlay.core.vocab import Label
@@ -126,13 +125,7 @@ def check_text(text: str, config: Config | None = None, *, overlay_path: str | N
     categories = sorted(cats)
     store = open_overlay(config, overlay_path)
     try:
-        sql = (f"SELECT f.*, s.name AS source_name FROM facts f JOIN sources s ON s.id = f.source_id "
-               f"WHERE f.{LIVE} AND f.category IN ({', '.join('?' * len(categories))})")
-        params: list = list(categories)
-        if subject is not None:
-            sql += " AND f.subject = ?"
-            params.append(subject)
-        rows = store.conn.execute(sql + " ORDER BY f.id", params).fetchall()
+        rows = store.live_facts_in(categories, subject)
         result = CheckResult(text, subject, as_of, categories, compared=len(rows))
         newer = FactView(CHECK_REF, subject, None, text, categories[0], as_of)
         by_ref = {r["ref"]: r for r in rows}

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 
 from memwatch_overlay.overlay.engine.audit import fact_dict
-from memwatch_overlay.overlay.store.database import ANY, FACT_SELECT, LIVE, OverlayStore
+from memwatch_overlay.overlay.store.database import ANY, OverlayStore
 from memwatch_overlay.overlay.engine.sync import SyncEngine
 
 K1 = 1.2
@@ -59,23 +59,11 @@ def search_facts(store: OverlayStore, engine: SyncEngine, query: str, *, limit: 
     wanted = list(dict.fromkeys(terms(query)))
     if not wanted or limit <= 0:
         return []
-    scope, params = f"f.{LIVE}", []
-    if subject is not ANY:
-        scope += " AND f.subject IS ?"
-        params.append(subject)
-    if source is not None:
-        scope += " AND f.source_id = (SELECT id FROM sources WHERE name = ?)"
-        params.append(source)
-    n_docs, avg_len = store.conn.execute(
-        f"SELECT count(*), avg(length(f.text) + length(coalesce(f.key, ''))) FROM facts f WHERE {scope}",
-        params).fetchone()
+    n_docs, avg_len = store.search_corpus_stats(subject, source)
     if not n_docs:
         return []
-    haystack = "lower(f.text || ' ' || coalesce(f.key, ''))"
-    match = " OR ".join(f"instr({haystack}, ?) > 0" for _ in wanted)
     candidates = []
-    for fid, text, key in store.conn.execute(
-            f"SELECT f.id, f.text, f.key FROM facts f WHERE {scope} AND ({match})", [*params, *wanted]):
+    for fid, text, key in store.search_candidates(wanted, subject, source):
         words = terms(f"{text} {key or ''}")
         tf = {t: words.count(t) for t in wanted if t in words}
         if tf:
@@ -93,13 +81,10 @@ def search_facts(store: OverlayStore, engine: SyncEngine, query: str, *, limit: 
         engine.rescore(as_of, fact_ids=ids[i:i + RESCORE_CHUNK])
     best = max(bm25.values()) or 1.0
     hits = []
-    for i in range(0, len(ids), RESCORE_CHUNK):
-        chunk = ids[i:i + RESCORE_CHUNK]
-        for row in store.conn.execute(
-                f"{FACT_SELECT} WHERE f.id IN ({', '.join('?' * len(chunk))})", chunk):
-            relevance = bm25[row["id"]] / best
-            confidence = row["confidence"] if row["confidence"] is not None else 1.0
-            hits.append((relevance * (row["freshness"] or 0.0) * confidence, relevance, row))
+    for row in store.fact_rows_by_id(ids):
+        relevance = bm25[row["id"]] / best
+        confidence = row["confidence"] if row["confidence"] is not None else 1.0
+        hits.append((relevance * (row["freshness"] or 0.0) * confidence, relevance, row))
     hits.sort(key=lambda h: (-h[0], h[2]["ref"]))
     out = []
     for score, relevance, row in hits[:limit]:

@@ -15,6 +15,7 @@ if nothing else did; `rescore_due()` rescores just the facts whose time has come
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import time
@@ -27,7 +28,7 @@ from memwatch_overlay.connectors.registry import make_connector
 from memwatch_overlay.rules.categorize import Categorizer
 from memwatch_overlay.rules.config import MAPPING_KEYS, Config, SourceConfig
 from memwatch_overlay.overlay.engine.scoring import DAY, CategoryPolicy, Score, score_fact
-from memwatch_overlay.overlay.store.database import OverlayStore
+from memwatch_overlay.overlay.store.database import FactRow, OverlayStore, ScoreUpdate
 from memwatch_overlay.core.vocab import LIVE_STATUSES
 
 BATCH = 2000
@@ -94,13 +95,15 @@ class SyncEngine:
     # -- what the facts were computed from ------------------------------------------------
     def fingerprint(self, source: SourceConfig) -> str:
         """A hash of everything a source's facts depend on besides the data: mapping, rules,
-        categories, thresholds. The daemon resyncs a source fully when it changes."""
+        categories, thresholds, the confidence lifecycle. The daemon resyncs a source fully
+        when it changes (tests/test_fingerprint.py: every config field scoring reads is here)."""
         cfg = self.config
         parts = [source.connector, source.preset, source.target, source.table, source.query, source.id,
                  source.where, source.records, [getattr(source, k) for k in MAPPING_KEYS],
                  [(r.category, r.source, r.key, [p.pattern for p in r.text]) for r in cfg.rules],
-                 sorted((k, p.half_life_days, p.ttl_days) for k, p in cfg.categories.items()),
-                 (cfg.thresholds.fresh, cfg.thresholds.aging, cfg.thresholds.stale)]
+                 # every field of the scoring policies, so that a new one cannot be forgotten here
+                 sorted((k, dataclasses.astuple(p)) for k, p in cfg.categories.items()),
+                 dataclasses.astuple(cfg.thresholds), dataclasses.astuple(cfg.lifecycle)]
         return hashlib.blake2b(json.dumps(parts, default=str).encode(), digest_size=12).hexdigest()
 
     # -- scoring ------------------------------------------------------------------------
@@ -137,23 +140,45 @@ class SyncEngine:
             return 0.0
         return as_of + score.next_change_days * DAY
 
-    def rescore(self, as_of: float, source_ids: list[int] | None = None, fact_ids: list[int] | None = None) -> int:
+    def rescore(self, as_of: float, source_ids: list[int] | None = None, fact_ids: list[int] | None = None,
+                batch: int = 5000) -> int:
         """Live facts not yet scored at `as_of` (audit, report; `fact_ids`: just those)."""
-        now = time.time()
-        return self.store.rescore(partial(self.score_row, as_of=as_of), as_of, source_ids, fact_ids=fact_ids,
-                                  next_change=partial(self.next_change_at, now=now))
+        next_change = partial(self.next_change_at, now=time.time())
+        with self.store.transaction():
+            return self._score_pages(self.store.unscored_pages(as_of, source_ids, fact_ids, batch), as_of,
+                                     next_change)
 
     def rescore_due(self, now: float | None = None, source_ids: list[int] | None = None) -> int:
         """Only facts whose label can have changed by `now` (the daemon's schedule)."""
         now = time.time() if now is None else now
-        return self.store.rescore_due(partial(self.score_row, as_of=now), now, now,
-                                      partial(self.next_change_at, now=now), source_ids)
+        with self.store.transaction():
+            return self._score_pages(self.store.due_pages(now, source_ids), now,
+                                     partial(self.next_change_at, now=now), floor=now + 1e-3)
 
     def _rescore_pending(self, source_id: int, as_of: float) -> None:
         """Facts the upsert left unscored (their age depends on overlay state)."""
-        now = time.time()
-        self.store.rescore_due(partial(self.score_row, as_of=as_of), as_of, 0.0,
-                               partial(self.next_change_at, now=now), [source_id])
+        with self.store.transaction():
+            self._score_pages(self.store.due_pages(0.0, [source_id]), as_of,
+                              partial(self.next_change_at, now=time.time()), floor=1e-3)
+
+    def _score_pages(self, pages, as_of: float, next_change, floor: float | None = None) -> int:
+        """Score each page of stored facts (the store's SCORE_INPUTS) at `as_of` and hand the
+        scores back to the store. `floor`: a due fact's next_change is at least this, so it
+        leaves the due range and one call never loops on a fact."""
+        n = 0
+        score_row = self.score_row
+        for page in pages:
+            updates = []
+            append = updates.append
+            for r in page:
+                s = score_row(r, as_of)
+                nxt = next_change(as_of, s)
+                if floor is not None and nxt is not None and nxt < floor:
+                    nxt = floor
+                append(ScoreUpdate(s.freshness, s.label, s.age_days, s.days_left, s.days_until_expired,
+                                   s.expired_by, s.confidence, as_of, nxt, r["id"]))
+            n += self.store.write_scores(updates)
+        return n
 
     # -- sync -----------------------------------------------------------------------------
     def sync(self, source: SourceConfig, as_of: float | None = None, full: bool = True,
@@ -245,13 +270,13 @@ class SyncEngine:
                                                         source_id, sync_no, now, as_of, stats, track=True)
                     self._rescore_pending(source_id, as_of)
                     stats.changed = self._count_changed(source_id, sync_no)
-                    store.conn.execute("UPDATE sources SET sync_count = ? WHERE id = ?", (sync_no, source_id))
+                    store.set_sync_count(source_id, sync_no)
                 stats.contradictions = self._contradictions(source_id, sync_no, replaced, now, stats,
                                                             touched + deleted)
                 stats.rows_read = connector.rows_read - rows_before
                 store.finish_deletion_scan(source_id, stats.keys_read, now)
                 if stats.deleted or stats.changed:
-                    store.conn.execute("UPDATE sources SET last_change = ? WHERE id = ?", (now, source_id))
+                    store.mark_source_changed(source_id, now)
         finally:
             store.drop_source_keys()
             if own:
@@ -269,7 +294,7 @@ class SyncEngine:
         touched: list[int] = []
         live_delta = 0
         replaced: list[tuple[str, str, str]] = []
-        batch: list[tuple] = []
+        batch: list[FactRow] = []
         dropped: list[str] | None = None
 
         def flush():
@@ -278,7 +303,7 @@ class SyncEngine:
                     and stats.records * 4 >= store.max_fact_id():
                 dropped = store.drop_bulk_indexes()
             if track:
-                pks = list(dict.fromkeys(row[2] for row in batch))
+                pks = list(dict.fromkeys(row.pk for row in batch))
                 before = store.live_count_of(source_id, pks)
             store.upsert_facts(batch)
             if track:
@@ -304,11 +329,9 @@ class SyncEngine:
         return touched, live_delta, replaced
 
     def _count_changed(self, source_id: int, sync_no: int) -> int:
-        return self.store.conn.execute(
-            "SELECT count(*) FROM facts WHERE source_id = ? AND changed_sync = ?",
-            (source_id, sync_no)).fetchone()[0]
+        return self.store.count_changed(source_id, sync_no)
 
-    def _row_builder(self, source_id: int, sync_no: int, now: float, as_of: float) -> Callable[[Record], tuple]:
+    def _row_builder(self, source_id: int, sync_no: int, now: float, as_of: float) -> Callable[[Record], FactRow]:
         """fact_row(rec) -> the facts row upsert_facts() takes, categorised and scored.
 
         The per-record hot path of every sync: what is the same for the whole sync (policies,
@@ -320,7 +343,7 @@ class SyncEngine:
         policies: dict[str, CategoryPolicy] = {}
         ahead = as_of > now + 1.0          # next_change_at(): due again at once
 
-        def fact_row(rec: Record) -> tuple:
+        def fact_row(rec: Record) -> FactRow:
             category = categorize(rec.source, rec.key, rec.text, rec.category)
             rec.category = category
             policy = policies.get(category)
@@ -336,10 +359,14 @@ class SyncEngine:
                 nxt = None
             else:
                 nxt = 0.0 if ahead else as_of + change_days * DAY
-            return (source_id, rec.table, pk_json(pk), make_ref(rec.source, rec.table, pk), rec.subject, rec.key,
-                    rec.text, category, created, updated, rec.accessed_at, rec.access_count,
-                    rec.expires_at, content_hash(rec), now, now, sync_no, sync_no, status,
-                    freshness, label, age, left, until, expired_by, as_of, confidence, nxt)
+            return FactRow(
+                source_id=source_id, tbl=rec.table, pk=pk_json(pk), ref=make_ref(rec.source, rec.table, pk),
+                subject=rec.subject, key=rec.key, text=rec.text, category=category, created_at=created,
+                updated_at=updated, accessed_at=rec.accessed_at, access_count=rec.access_count,
+                expires_at=rec.expires_at, content_hash=content_hash(rec), first_seen=now, last_seen=now,
+                seen_sync=sync_no, changed_sync=sync_no, status=status, freshness=freshness, label=label,
+                age_days=age, days_left=left, days_until_expired=until, expired_by=expired_by,
+                scored_as_of=as_of, confidence=confidence, next_change=nxt)
 
         return fact_row
 
@@ -348,8 +375,7 @@ class SyncEngine:
         """Judge changed facts again. `touched` (incremental) limits the status update to the
         facts this sync wrote or deleted and the facts they contradict; None recomputes all."""
         store = self.store
-        changed = [r[0] for r in store.conn.execute(
-            "SELECT id FROM facts WHERE source_id = ? AND changed_sync = ?", (source_id, sync_no))]
+        changed = store.changed_ids(source_id, sync_no)
         had_any = store.has_contradictions()
         partners = store.older_partners(changed) if touched is not None and had_any else set()
         if had_any:
@@ -367,7 +393,7 @@ class SyncEngine:
             if store.has_contradictions():
                 store.apply_contradiction_status()
             else:   # nothing contradicts anything: only stale flags need clearing (no rewrite of every fact)
-                store.conn.execute("UPDATE facts SET status = 'active' WHERE status = 'contradicted'")
+                store.clear_contradicted_status()
         else:
             ids = set(touched) | set(changed) | partners
             store.apply_contradiction_status(fact_ids=sorted(ids | store.older_partners(ids)))

@@ -131,7 +131,7 @@ class _Importer:
 
 def import_overlay(store: OverlayStore, lines, name: str = "<input>") -> dict:
     """Load an export into `store`, which must be empty; all or nothing."""
-    if store.conn.execute("SELECT (SELECT count(*) FROM sources) + (SELECT count(*) FROM facts)").fetchone()[0]:
+    if not store.is_empty():
         raise OverlayError(f"{store.label}: the overlay is not empty; import into a new overlay file")
     imp = _Importer(store, name)
     with store.transaction():

@@ -1,7 +1,7 @@
 """The overlay's SQL dialect layer: one set of statements, run on SQLite or on Postgres.
 
-The overlay's SQL is written once, in SQLite's dialect (overlay/store/database.py and the modules
-that query `store.conn`). On SQLite, `store.conn` is the plain `sqlite3.Connection`: no
+The overlay's SQL is written once, in SQLite's dialect (the repositories of overlay/store/,
+the only modules that query `store.conn`). On SQLite, `store.conn` is the plain `sqlite3.Connection`: no
 wrapper on the hot path. On Postgres it is a `PgConnection`, which looks like a sqlite3
 connection to its callers (`execute`, `executemany`, `in_transaction`, rows readable by
 index and by name, `cursor.lastrowid`) and rewrites each statement once (cached):

@@ -33,7 +33,7 @@ from memwatch_overlay.overlay.store.actions import (
     ActionLog,
     spec_text,
 )
-from memwatch_overlay.overlay.store.database import LIVE, OverlayStore
+from memwatch_overlay.overlay.store.database import OverlayStore
 from memwatch_overlay.rules import action_values as actionvalues
 from memwatch_overlay.rules.categorize import Categorizer
 from memwatch_overlay.rules.config import Action, Config, SourceConfig
@@ -301,17 +301,9 @@ def plan_actions(config: Config, as_of: float | None = None, *, store: OverlaySt
 def _candidates(store: OverlayStore, source_row, rules: list[_Rule], changed_only: bool) -> list:
     """Live facts whose label (or contradicted status) some rule asks for, in SQL."""
     labels = sorted({r.action.when for r in rules if r.action.when != "contradicted"})
-    conds, params = [], [source_row["id"]]
-    if labels:
-        conds.append(f"label IN ({', '.join('?' * len(labels))})")
-        params += labels
-    if any(r.action.when == "contradicted" for r in rules):
-        conds.append("status = 'contradicted'")
-    sql = f"SELECT * FROM facts WHERE source_id = ? AND {LIVE} AND ({' OR '.join(conds)})"
-    if changed_only:
-        sql += " AND changed_sync = ?"
-        params.append(source_row["sync_count"])
-    return store.conn.execute(sql + " ORDER BY id", params).fetchall()
+    return store.live_facts_labelled(source_row["id"], labels,
+                                     contradicted=any(r.action.when == "contradicted" for r in rules),
+                                     changed_sync=source_row["sync_count"] if changed_only else None)
 
 
 def _plan_source(store: OverlayStore, planner: _SourcePlanner, plan: Plan, changed_only: bool) -> None:

@@ -1,0 +1,394 @@
+"""The `facts` table: one row per record of a watched store, keyed by the source's own key.
+
+The columns a sync writes are named once, in `FactRow`: the upsert statement is generated
+from its fields (with what an upsert keeps of the stored row in `_ON_CONFLICT`), and the
+sync engine fills a FactRow by name. The shapes other modules read (`FACT_SELECT` rows by
+name; the report's columns in overlay/store/reports.py) are built here too.
+"""
+from __future__ import annotations
+
+import sqlite3
+from typing import Any, Iterable, Iterator, NamedTuple
+
+from memwatch_overlay.core.vocab import LIVE_STATUSES
+from memwatch_overlay.overlay.store import postgres_dialect as overlay_db
+from memwatch_overlay.overlay.store.sqlhelpers import RepoBase, placeholders, scope
+
+
+class FactRow(NamedTuple):
+    """One fact as a sync writes it (upsert_facts); fields are the `facts` columns."""
+
+    source_id: int
+    tbl: str
+    pk: str                      # JSON object of the source's primary-key values (text)
+    ref: str
+    subject: str | None
+    key: str | None
+    text: str
+    category: str
+    created_at: float | None
+    updated_at: float | None
+    accessed_at: float | None
+    access_count: int
+    expires_at: float | None     # expiry recorded by the source itself
+    content_hash: str
+    first_seen: float
+    last_seen: float
+    seen_sync: int               # sources.sync_count of the last full read that saw it
+    changed_sync: int            # sync that last inserted it or changed its content
+    status: str                  # active | contradicted | deleted | forgotten
+    freshness: float
+    label: str
+    age_days: float
+    days_left: float | None
+    days_until_expired: float | None
+    expired_by: str | None
+    scored_as_of: float
+    confidence: float | None
+    next_change: float | None
+
+
+FACT_COLUMNS = FactRow._fields
+
+# A fact whose age depends on overlay state (a person's refresh, or no timestamps at all so
+# first_seen counts) cannot be scored from the record alone: the upsert leaves it unscored
+# and due (next_change 0), and the sync rescores exactly those through the index.
+_NEEDS_OVERLAY_STATE = "(facts.refreshed_at IS NOT NULL OR (excluded.created_at IS NULL AND excluded.updated_at IS NULL))"
+# What an upsert sets on a stored fact, per column (default: the new value). None: the
+# stored value stays (the key, when it was first seen); first_seen, refreshed_at and a
+# `forgotten` status survive an upsert of the same content.
+_ON_CONFLICT: dict[str, str | None] = {
+    "source_id": None,
+    "pk": None,
+    "first_seen": None,
+    "changed_sync": "CASE WHEN facts.content_hash = excluded.content_hash "
+                    "THEN facts.changed_sync ELSE excluded.changed_sync END",
+    "status": "CASE WHEN facts.status = 'forgotten' AND facts.content_hash = excluded.content_hash "
+              "THEN 'forgotten' ELSE excluded.status END",
+    "scored_as_of": f"CASE WHEN {_NEEDS_OVERLAY_STATE} THEN NULL ELSE excluded.scored_as_of END",
+    "next_change": f"CASE WHEN {_NEEDS_OVERLAY_STATE} THEN 0 ELSE excluded.next_change END",
+}
+_UPSERT_SQL = (
+    f"INSERT INTO facts ({', '.join(FACT_COLUMNS)}) VALUES ({placeholders(len(FACT_COLUMNS))}) "
+    "ON CONFLICT (source_id, pk) DO UPDATE SET "
+    + ", ".join(f"{c} = {_ON_CONFLICT.get(c, f'excluded.{c}')}" for c in FACT_COLUMNS
+                if _ON_CONFLICT.get(c, "") is not None)
+)
+
+LIVE = "status IN (" + ", ".join(f"'{s}'" for s in LIVE_STATUSES) + ")"
+ANY = object()   # find_facts(subject=ANY): every subject (None means "no subject")
+
+# Annotations ([[actions]] do = "annotate") of a fact's current content, as a JSON array.
+ANNOTATIONS_SQL = (
+    "SELECT json_group_array(json_object('action_id', a.id, 'action', a.action_index, "
+    "'when', json_extract(a.spec, '$.when'), 'label', a.label, 'values', json(a.values_json), "
+    "'at', strftime('%Y-%m-%dT%H:%M:%fZ', a.run_at, 'unixepoch'))) FROM actions a "
+    "WHERE a.ref = f.ref AND a.kind = 'annotate' AND a.state = 'applied' AND a.undone_at IS NULL "
+    "AND a.fact_hash = f.content_hash")
+# The same annotations in Postgres (json_agg is NULL over no rows; fact_dict reads that as []).
+# `at` rounds to the millisecond exactly as SQLite's 'unixepoch' modifier does (in float8).
+PG_EPOCH_MS = ("(floor(a.run_at * 1000.0::float8 + 210866760000000.0::float8 + 0.5::float8)::bigint "
+               "- 210866760000000)")
+overlay_db.register_fragment(ANNOTATIONS_SQL, (
+    "SELECT json_agg(json_build_object('action_id', a.id, 'action', a.action_index, "
+    "'when', a.spec::json ->> 'when', 'label', a.label, 'values', a.values_json::json, "
+    "'at', to_char(to_timestamp(" + PG_EPOCH_MS + "::numeric / 1000) AT TIME ZONE 'UTC', "
+    "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')))::text "
+    "FROM actions a WHERE a.ref = f.ref AND a.kind = 'annotate' AND a.state = 'applied' "
+    "AND a.undone_at IS NULL AND a.fact_hash = f.content_hash"))
+# The refs of the newer facts that contradict fact f, joined by char(31) (NULL: none).
+CONTRADICTED_BY_SQL = (
+    "SELECT group_concat(n.ref, char(31)) FROM contradictions c "
+    "JOIN facts n ON n.id = c.newer_id WHERE c.older_id = f.id AND n.status != 'deleted'")
+# A fact with its source's name and the refs of the newer facts that contradict it.
+FACT_SELECT = (
+    f"SELECT f.*, s.name AS source_name, ({CONTRADICTED_BY_SQL}) AS contradicted_by, "
+    f"({ANNOTATIONS_SQL}) AS annotations "
+    "FROM facts f JOIN sources s ON s.id = f.source_id")
+
+
+class FactsRepo(RepoBase):
+    """Mixin of OverlayStore: writing facts (upserts, deletions, refreshes) and reading them."""
+
+    # Indexes only readers use, not the upsert's conflict checks. Their keys arrive in
+    # random order, so past the page cache each row costs random page writes (at 1M
+    # facts: ~18 s of a ~30 s first sync); a bulk load drops them and builds them again
+    # by sorting, inside the same transaction (a crash rolls the drop back too).
+    BULK_INDEXES = ("facts_block", "facts_next_change")
+
+    def drop_bulk_indexes(self) -> list[str]:
+        """Drop BULK_INDEXES (inside a transaction); returns the SQL that recreates them.
+
+        Not on Postgres: DROP INDEX locks `facts` for every other daemon sharing the overlay."""
+        if self.dialect == "postgres":
+            return []
+        rows = self.conn.execute(
+            f"SELECT name, sql FROM sqlite_master WHERE type = 'index' AND name IN "
+            f"({placeholders(len(self.BULK_INDEXES))})", self.BULK_INDEXES).fetchall()
+        for name, _ in rows:
+            self.conn.execute(f'DROP INDEX "{name}"')
+        return [sql for _, sql in rows]
+
+    def create_indexes(self, statements: list[str]) -> None:
+        for sql in statements:
+            self.conn.execute(sql)
+
+    def max_fact_id(self) -> int:
+        return self.conn.execute("SELECT coalesce(max(id), 0) FROM facts").fetchone()[0]
+
+    def upsert_facts(self, rows: Iterable[FactRow]) -> None:
+        """Insert or refresh facts (FactRow, or tuples in FACT_COLUMNS order); call inside a transaction."""
+        self.conn.executemany(_UPSERT_SQL, rows)
+
+    def mark_unseen_deleted(self, source_id: int, sync_no: int) -> int:
+        """After a full read: facts the source no longer has are `deleted` (kept, not erased)."""
+        cur = self.conn.execute(
+            "UPDATE facts SET status = 'deleted', next_change = NULL WHERE source_id = ? AND seen_sync < ? "
+            "AND status != 'deleted'", (source_id, sync_no))
+        return cur.rowcount
+
+    # -- what one sync changed -------------------------------------------------------------
+    def count_changed(self, source_id: int, sync_no: int, live_only: bool = False) -> int:
+        """Facts of the source that sync `sync_no` inserted or changed (live ones only: `live_only`)."""
+        live = f" AND {LIVE}" if live_only else ""
+        return self.conn.execute(
+            f"SELECT count(*) FROM facts WHERE source_id = ? AND changed_sync = ?{live}",
+            (source_id, sync_no)).fetchone()[0]
+
+    def changed_ids(self, source_id: int, sync_no: int) -> list[int]:
+        return [r[0] for r in self.conn.execute(
+            "SELECT id FROM facts WHERE source_id = ? AND changed_sync = ?", (source_id, sync_no))]
+
+    def changed_live_blocks(self, source_id: int, sync_no: int) -> list[sqlite3.Row]:
+        """(id, subject, category) of the live facts sync `sync_no` changed."""
+        return self.conn.execute(
+            f"SELECT id, subject, category FROM facts WHERE source_id = ? AND changed_sync = ? AND {LIVE}",
+            (source_id, sync_no)).fetchall()
+
+    def count_live(self, source_id: int) -> int:
+        return self.conn.execute(f"SELECT count(*) FROM facts WHERE source_id = ? AND {LIVE}",
+                                 (source_id,)).fetchone()[0]
+
+    def live_count_of(self, source_id: int, pks: list[str]) -> int:
+        """How many of these pks (JSON text) are live facts of the source now (index lookups)."""
+        n = 0
+        for i in range(0, len(pks), 500):
+            chunk = pks[i:i + 500]
+            n += self.conn.execute(
+                f"SELECT count(*) FROM facts WHERE source_id = ? AND pk IN ({placeholders(len(chunk))}) "
+                f"AND {LIVE}", (source_id, *chunk)).fetchone()[0]
+        return n
+
+    def ids_of(self, source_id: int, pks: list[str]) -> list[int]:
+        out: list[int] = []
+        for i in range(0, len(pks), 500):
+            chunk = pks[i:i + 500]
+            out += [r[0] for r in self.conn.execute(
+                f"SELECT id FROM facts WHERE source_id = ? AND pk IN ({placeholders(len(chunk))})",
+                (source_id, *chunk))]
+        return out
+
+    # -- key-only deletion pass ------------------------------------------------------------
+    def load_source_keys(self, pks: Iterable[str], batch: int = 10000) -> int:
+        """Fill the connection's TEMP table `mw_keys` with a source's live keys (JSON text)."""
+        self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS mw_keys (pk TEXT PRIMARY KEY) WITHOUT ROWID")
+        self.conn.execute("DELETE FROM temp.mw_keys")
+        n = 0
+        chunk: list[tuple[str]] = []
+        for pk in pks:
+            chunk.append((pk,))
+            if len(chunk) >= batch:
+                self.conn.executemany("INSERT OR IGNORE INTO temp.mw_keys (pk) VALUES (?)", chunk)
+                n += len(chunk)
+                chunk.clear()
+        if chunk:
+            self.conn.executemany("INSERT OR IGNORE INTO temp.mw_keys (pk) VALUES (?)", chunk)
+            n += len(chunk)
+        return n
+
+    def mark_missing_keys_deleted(self, source_id: int) -> list[int]:
+        """Live facts whose key is not in `mw_keys` are `deleted` (kept, not erased); their ids."""
+        ids = [r[0] for r in self.conn.execute(
+            f"SELECT id FROM facts WHERE source_id = ? AND {LIVE} "
+            "AND pk NOT IN (SELECT pk FROM temp.mw_keys)", (source_id,))]
+        self.conn.executemany("UPDATE facts SET status = 'deleted', next_change = NULL WHERE id = ?",
+                              ((i,) for i in ids))
+        return ids
+
+    def keys_not_in_overlay(self, source_id: int) -> list[str]:
+        """Keys the source has but the overlay holds no non-deleted fact for (missed rows)."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT k.pk FROM temp.mw_keys k WHERE NOT EXISTS (SELECT 1 FROM facts f WHERE "
+            "f.source_id = ? AND f.pk = k.pk AND f.status != 'deleted')", (source_id,))]
+
+    def drop_source_keys(self) -> None:
+        self.conn.execute("DROP TABLE IF EXISTS temp.mw_keys")
+
+    # -- single facts and blocks -----------------------------------------------------------
+    def fact_id(self, ref: str) -> int | None:
+        row = self.conn.execute("SELECT id FROM facts WHERE ref = ?", (ref,)).fetchone()
+        return row[0] if row else None
+
+    def fact_row(self, ref: str) -> sqlite3.Row | None:
+        """One fact with its source's name, in the shape iter_fact_rows yields."""
+        return self.conn.execute(
+            f"{FACT_SELECT} WHERE f.ref = ?", (ref,)).fetchone()
+
+    def fact_rows_by_id(self, fact_ids: list[int]) -> list[sqlite3.Row]:
+        """Facts (FACT_SELECT shape) by id, in no particular order."""
+        out: list = []
+        for i in range(0, len(fact_ids), 900):
+            chunk = fact_ids[i:i + 900]
+            out += self.conn.execute(f"{FACT_SELECT} WHERE f.id IN ({placeholders(len(chunk))})", chunk).fetchall()
+        return out
+
+    def block(self, subject: str | None, category: str, exclude_id: int | None = None) -> list[sqlite3.Row]:
+        """Live facts of one subject and category: the only ones a new fact is compared with."""
+        return self.conn.execute(
+            f"SELECT * FROM facts WHERE subject IS ? AND category = ? AND {LIVE} AND id IS NOT ?",
+            (subject, category, exclude_id)).fetchall()
+
+    def iter_blocks_scan(self, source_id: int, sync_no: int) -> Iterator:
+        """Every live fact in block order (subject, category, id), each flagged `mw_changed`
+        when this sync changed it; streamed (a server-side cursor on Postgres)."""
+        sql = (f"SELECT *, (source_id = ? AND changed_sync = ?) AS mw_changed FROM facts WHERE {LIVE} "
+               "ORDER BY subject, category, id")
+        if self.dialect == "postgres":
+            return self.conn.stream(sql, (source_id, sync_no))
+        return self.conn.execute(sql, (source_id, sync_no))
+
+    def live_facts_in(self, categories: list[str], subject: str | None = None) -> list[sqlite3.Row]:
+        """Live facts (with `source_name`) of these categories, of one subject when given; id order."""
+        sql = (f"SELECT f.*, s.name AS source_name FROM facts f JOIN sources s ON s.id = f.source_id "
+               f"WHERE f.{LIVE} AND f.category IN ({placeholders(len(categories))})")
+        params: list = list(categories)
+        if subject is not None:
+            sql += " AND f.subject = ?"
+            params.append(subject)
+        return self.conn.execute(sql + " ORDER BY f.id", params).fetchall()
+
+    def live_facts_labelled(self, source_id: int, labels: list[str], contradicted: bool,
+                            changed_sync: int | None = None) -> list[sqlite3.Row]:
+        """Live facts of a source with one of `labels` (or contradicted, when `contradicted`),
+        only those sync `changed_sync` changed when given; id order (write-back planning)."""
+        conds: list[str] = []
+        params: list[Any] = [source_id]
+        if labels:
+            conds.append(f"label IN ({placeholders(len(labels))})")
+            params += labels
+        if contradicted:
+            conds.append("status = 'contradicted'")
+        if not conds:
+            return []
+        sql = f"SELECT * FROM facts WHERE source_id = ? AND {LIVE} AND ({' OR '.join(conds)})"
+        if changed_sync is not None:
+            sql += " AND changed_sync = ?"
+            params.append(changed_sync)
+        return self.conn.execute(sql + " ORDER BY id", params).fetchall()
+
+    def find_facts(self, *, subject: Any = ANY, labels: Iterable[str] | None = None,
+                   statuses: Iterable[str] = ("active", "contradicted"), limit: int | None = None) -> list[sqlite3.Row]:
+        """Facts (every source) in the shape iter_fact_rows yields, stalest first.
+
+        `subject` None selects facts without a subject; leave it out for every subject.
+        """
+        where, params = [], []
+        statuses = list(statuses)
+        where.append(f"f.status IN ({placeholders(len(statuses))})")
+        params += statuses
+        if subject is not ANY:
+            where.append("f.subject IS ?")
+            params.append(subject)
+        if labels is not None:
+            labels = list(labels)
+            where.append(f"f.label IN ({placeholders(len(labels))})")
+            params += labels
+        sql = f"{FACT_SELECT} WHERE {' AND '.join(where)} ORDER BY f.freshness, f.id"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return self.conn.execute(sql, params).fetchall()
+
+    def iter_fact_rows(self, source_ids: list[int] | None = None, include_deleted: bool = True,
+                       order: str = "f.id") -> Iterator[sqlite3.Row]:
+        where, params = scope("f.source_id", source_ids)
+        status = "f.status != 'forgotten'" if include_deleted else "f.status IN ('active', 'contradicted')"
+        sql = f"{FACT_SELECT} WHERE {status} {where} ORDER BY {order}"
+        if self.dialect == "postgres":
+            return self.conn.stream(sql, params)
+        return self.conn.execute(sql, params)
+
+    # -- search ------------------------------------------------------------------------------
+    def _search_scope(self, subject: Any, source: str | None) -> tuple[str, list]:
+        where, params = f"f.{LIVE}", []
+        if subject is not ANY:
+            where += " AND f.subject IS ?"
+            params.append(subject)
+        if source is not None:
+            where += " AND f.source_id = (SELECT id FROM sources WHERE name = ?)"
+            params.append(source)
+        return where, params
+
+    def search_corpus_stats(self, subject: Any = ANY, source: str | None = None) -> tuple[int, float | None]:
+        """(live facts, their average length of text + key) in the search's scope."""
+        where, params = self._search_scope(subject, source)
+        n_docs, avg_len = self.conn.execute(
+            f"SELECT count(*), avg(length(f.text) + length(coalesce(f.key, ''))) FROM facts f WHERE {where}",
+            params).fetchone()
+        return n_docs, avg_len
+
+    def search_candidates(self, words: list[str], subject: Any = ANY,
+                          source: str | None = None) -> Iterator[tuple[int, str, str | None]]:
+        """(id, text, key) of live facts whose lower-cased text or key contains any of `words`."""
+        where, params = self._search_scope(subject, source)
+        haystack = "lower(f.text || ' ' || coalesce(f.key, ''))"
+        match = " OR ".join(f"instr({haystack}, ?) > 0" for _ in words)
+        return self.conn.execute(f"SELECT f.id, f.text, f.key FROM facts f WHERE {where} AND ({match})",
+                                 [*params, *words])
+
+    # -- status, refresh, erasure ------------------------------------------------------------
+    def set_status(self, refs: list[str] | None, status: str, source_id: int | None = None) -> int:
+        if refs:
+            cur = self.conn.executemany("UPDATE facts SET status = ? WHERE ref = ?", [(status, r) for r in refs])
+        else:
+            cur = self.conn.execute("UPDATE facts SET status = ? WHERE source_id = ?", (status, source_id))
+        return cur.rowcount
+
+    def mark_refreshed(self, refs: list[str], now: float) -> int:
+        """A person (or the API) re-confirmed these facts at `now`."""
+        n = 0
+        for ref in refs:
+            n += self.conn.execute("UPDATE facts SET refreshed_at = ?, confirmations = confirmations + 1, "
+                                   "scored_as_of = NULL, next_change = 0 WHERE ref = ?", (now, ref)).rowcount
+        return n
+
+    def mark_relearned(self, confirmations: list[tuple[int, float]]) -> None:
+        """A newer fact restated these (fact id, when): they count as re-learned then.
+
+        Idempotent: only moves refreshed_at forward, so judging the same pair again in a
+        later sync changes nothing."""
+        self.conn.executemany(
+            "UPDATE facts SET refreshed_at = ?, confirmations = confirmations + 1, scored_as_of = NULL, "
+            "next_change = 0 WHERE id = ? AND (refreshed_at IS NULL OR refreshed_at < ?)",
+            [(at, fact_id, at) for fact_id, at in confirmations])
+
+    def delete_facts_of_source(self, refs: list[str], source_name: str) -> int:
+        """Erase these facts of one source (facts added through the API: the overlay is their store)."""
+        n = 0
+        for ref in refs:
+            n += self.conn.execute(
+                "DELETE FROM facts WHERE ref = ? AND source_id = (SELECT id FROM sources WHERE name = ?)",
+                (ref, source_name)).rowcount
+        return n
+
+    def prune_deleted(self, cutoff: float) -> tuple[int, int]:
+        """Erase facts the source deleted and that were last seen before `cutoff` (epoch s).
+
+        Returns (facts, contradictions) erased; call inside a transaction. Facts the source
+        only soft-deletes are still seen by every full read, so they stay until it drops them.
+        """
+        where = "status = 'deleted' AND last_seen < ?"
+        contradictions = self.conn.execute(
+            f"SELECT count(*) FROM contradictions WHERE older_id IN (SELECT id FROM facts WHERE {where}) "
+            f"OR newer_id IN (SELECT id FROM facts WHERE {where})", (cutoff, cutoff)).fetchone()[0]
+        facts = self.conn.execute(f"DELETE FROM facts WHERE {where}", (cutoff,)).rowcount
+        return facts, contradictions

@@ -1,0 +1,73 @@
+"""Schema versions: applying the numbered migrations (overlay/store/migrations/) in order,
+and what the store knows about its own tables."""
+from __future__ import annotations
+
+from memwatch_overlay.core.errors import OverlayError
+from memwatch_overlay.overlay.store import postgres_dialect as overlay_db
+from memwatch_overlay.overlay.store.migrations import MIGRATIONS_BY_VERSION, SCHEMA_VERSION
+from memwatch_overlay.overlay.store.sqlhelpers import RepoBase, split_sql
+
+MIGRATION_LOCK = 0x6D656D77   # pg_advisory_xact_lock key held while a Postgres overlay migrates
+
+
+class SchemaRepo(RepoBase):
+    """Mixin of OverlayStore: migrations and schema introspection."""
+
+    def _migrate(self) -> None:
+        if self.dialect == "postgres":
+            # Several daemons may start at once: one migrates, the others wait on the lock.
+            with self.transaction():
+                self.conn.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
+                self.conn.execute("CREATE TABLE IF NOT EXISTS memwatch_meta "
+                                  "(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                self._migrate_steps()
+            return
+        self._migrate_steps()
+
+    def _migrate_steps(self) -> None:
+        version = self.schema_version()
+        if version > SCHEMA_VERSION:
+            raise OverlayError(f"{self.label}: overlay schema v{version} is newer than this "
+                               f"memwatch-overlay understands (v{SCHEMA_VERSION}); upgrade it")
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            migration = MIGRATIONS_BY_VERSION[target]
+            with self.transaction():
+                for statement in split_sql(migration.statements_for(self.dialect)):
+                    if self.dialect == "postgres":
+                        statement = overlay_db.ddl_to_postgres(statement)
+                    self.conn.execute(statement)
+                if migration.after is not None:
+                    migration.after(self)
+                self._set_schema_version(target)
+
+    def schema_version(self) -> int:
+        if self.dialect == "postgres":
+            row = self.conn.execute("SELECT value FROM memwatch_meta WHERE key = 'schema_version'").fetchone()
+            return int(row[0]) if row else 0
+        return self.conn.execute("PRAGMA user_version").fetchone()[0]
+
+    def _set_schema_version(self, version: int) -> None:
+        if self.dialect == "postgres":
+            self.conn.execute("INSERT INTO memwatch_meta (key, value) VALUES ('schema_version', ?) "
+                              "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(version),))
+        else:
+            self.conn.execute(f"PRAGMA user_version = {int(version)}")
+
+    def table_columns(self, table: str) -> list[str]:
+        """Column names of an overlay table, in order."""
+        if self.dialect == "postgres":
+            return [r[0] for r in self.conn.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+                "AND table_name = ? ORDER BY ordinal_position", (table,))]
+        return [r[1] for r in self.conn.execute(f"PRAGMA table_info({table})")]
+
+    def integrity(self) -> str:
+        """'ok' when the database checks out (SQLite quick_check; Postgres: the server's job)."""
+        if self.dialect == "postgres":
+            return "ok" if self.conn.execute("SELECT 1").fetchone()[0] == 1 else "unreachable"
+        return self.conn.execute("PRAGMA quick_check").fetchone()[0]
+
+    def is_empty(self) -> bool:
+        """No source and no fact yet (an import goes only into an empty overlay)."""
+        return not self.conn.execute(
+            "SELECT (SELECT count(*) FROM sources) + (SELECT count(*) FROM facts)").fetchone()[0]

@@ -1,0 +1,87 @@
+"""Scores of stored facts: the store hands out the inputs of the facts that need scoring and
+takes the scores back. It never scores anything itself: the engine reads pages of
+`SCORE_INPUTS`, computes, and writes `ScoreUpdate`s (the dependency points down: engine ->
+store)."""
+from __future__ import annotations
+
+import itertools
+from typing import Iterator, NamedTuple
+
+from memwatch_overlay.overlay.store.facts import LIVE
+from memwatch_overlay.overlay.store.sqlhelpers import RepoBase, scope
+
+# The scheduled rescore's filter. Unary + keeps the planner on the next_change index (a
+# range of due facts) rather than an index on status (every live fact).
+DUE_WHERE = "next_change <= ? AND +status IN ('active', 'contradicted')"
+# What scoring a stored fact reads (SyncEngine.score_row reads these by name).
+SCORE_INPUTS = ("id", "category", "created_at", "updated_at", "refreshed_at", "first_seen", "accessed_at",
+                "access_count", "expires_at", "confirmations")
+_SCORE_INPUTS_SQL = ", ".join(SCORE_INPUTS)
+
+
+class ScoreUpdate(NamedTuple):
+    """The scores of one fact at `scored_as_of`, as write_scores() stores them."""
+
+    freshness: float
+    label: str
+    age_days: float
+    days_left: float | None
+    days_until_expired: float | None
+    expired_by: str | None
+    confidence: float | None
+    scored_as_of: float
+    next_change: float | None
+    id: int
+
+
+_WRITE_SQL = ("UPDATE facts SET " + ", ".join(f"{c} = ?" for c in ScoreUpdate._fields if c != "id")
+              + " WHERE id = ?")
+
+
+class ScoresRepo(RepoBase):
+    """Mixin of OverlayStore: score inputs out, scores in."""
+
+    def unscored_pages(self, as_of: float, source_ids: list[int] | None = None,
+                       fact_ids: list[int] | None = None, batch: int = 5000) -> Iterator[list]:
+        """Pages (lists of rows with SCORE_INPUTS) of the live facts not scored at `as_of`.
+
+        Read lazily while the caller writes each page back: call inside a transaction.
+        Postgres streams them through a server-side cursor (a plain psycopg cursor would
+        hold a million facts' inputs client-side)."""
+        where, params = scope("source_id", source_ids)
+        if fact_ids is not None:
+            more, more_params = scope("id", fact_ids)
+            where, params = where + more, params + more_params
+        sql = f"SELECT {_SCORE_INPUTS_SQL} FROM facts WHERE {LIVE} AND scored_as_of IS NOT ? {where}"
+        if self.dialect == "postgres":
+            stream = self.conn.stream(sql, (as_of, *params), itersize=batch)
+            yield from iter(lambda: list(itertools.islice(stream, batch)), [])
+            return
+        rows = self.conn.execute(sql, (as_of, *params))
+        while True:
+            page = rows.fetchmany(batch)
+            if not page:
+                return
+            yield page
+
+    def due_pages(self, now: float, source_ids: list[int] | None = None, batch: int = 5000) -> Iterator[list]:
+        """Pages of live facts whose label can have changed by `now` (`next_change <= now`, indexed).
+
+        Each page is fetched whole after the previous one was written back, so the caller
+        must move every fact it scores out of the due range (a next_change > `now`, or
+        None) or it comes back. Facts that stopped being live (deleted, forgotten) leave
+        the schedule first. Call inside a transaction."""
+        where, params = scope("+source_id", source_ids)   # unary +: the next_change index, not source_id's
+        self.conn.execute(f"UPDATE facts SET next_change = NULL WHERE next_change <= ? "
+                          f"AND NOT +status IN ('active', 'contradicted') {where}", (now, *params))
+        while True:
+            page = self.conn.execute(
+                f"SELECT {_SCORE_INPUTS_SQL} FROM facts WHERE {DUE_WHERE} {where} LIMIT ?",
+                (now, *params, batch)).fetchall()
+            if not page:
+                return
+            yield page
+
+    def write_scores(self, updates: list[ScoreUpdate]) -> int:
+        self.conn.executemany(_WRITE_SQL, updates)
+        return len(updates)

@@ -1,0 +1,77 @@
+"""Small pieces of SQL plumbing the overlay's repositories share: scoping a statement to
+some ids, splitting a migration into statements, and transactions on an autocommit
+connection."""
+from __future__ import annotations
+
+import sqlite3
+from typing import TYPE_CHECKING, Any
+
+
+class RepoBase:
+    """What every repository mixin of OverlayStore reads from the store it is mixed into.
+
+    For the type checker: the attributes OverlayStore sets, and (while checking only) the
+    other mixins' methods, which a mixin reaches through `self` once they are combined."""
+
+    conn: Any          # sqlite3.Connection, or postgres_dialect.PgConnection (the same calls, plus stream())
+    dialect: str       # "sqlite" | "postgres"
+    label: str         # what messages name the overlay by (a DSN without its password)
+
+    if TYPE_CHECKING:
+        def __getattr__(self, name: str) -> Any: ...
+
+
+def scope(column: str, ids: list[int] | None) -> tuple[str, tuple]:
+    """` AND column IN (?, …)` and its parameters; nothing for None, never-true for []."""
+    if ids is None:
+        return "", ()
+    if not ids:
+        return " AND 1 = 0", ()
+    return f" AND {column} IN ({', '.join('?' * len(ids))})", tuple(ids)
+
+
+def placeholders(n: int) -> str:
+    return ", ".join("?" * n)
+
+
+def split_sql(script: str) -> list[str]:
+    """Split a migration into statements (they hold no semicolons inside literals)."""
+    out = []
+    for part in script.split(";"):
+        lines = [ln for ln in part.splitlines() if ln.strip() and not ln.strip().startswith("--")]
+        if lines:
+            out.append("\n".join(lines))
+    return out
+
+
+class Transaction:
+    """BEGIN IMMEDIATE … COMMIT/ROLLBACK on an autocommit connection; nests as a no-op."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+        self.outer = False
+
+    def __enter__(self):
+        if not self.conn.in_transaction:
+            self.conn.execute("BEGIN IMMEDIATE")
+            self.outer = True
+        return self.conn
+
+    def __exit__(self, exc_type, *rest):
+        if not self.outer:
+            return False
+        if exc_type is None:
+            self.conn.execute("COMMIT")
+        else:
+            self.conn.execute("ROLLBACK")
+        return False
+
+
+def plain_rows(conn, dialect: str, sql: str, params: tuple = ()):
+    """Rows of a SELECT read by position: plain tuples on SQLite (no sqlite3.Row and its
+    lookups by name), the connection's rows (tuples too) on Postgres."""
+    if dialect == "postgres":
+        return conn.execute(sql, params)
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    return cursor.execute(sql, params)
