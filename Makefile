@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 TORCH_VERSION ?= 2.13.0
 
-.PHONY: demo test setup setup-all clean
+.PHONY: demo test typecheck setup setup-all clean
 
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)
@@ -34,6 +34,10 @@ demo: $(VENV)/.core
 
 test: $(VENV)/.all
 	$(PY) -m pytest -q
+
+# mypy through a link tree of the package-dir mapping (see tests/typecheck.py)
+typecheck: $(VENV)/.core
+	$(PY) tests/typecheck.py
 
 clean:
 	rm -rf $(VENV) .memwatch .pytest_cache

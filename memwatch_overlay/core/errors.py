@@ -12,7 +12,9 @@ class ExitStatus(enum.IntEnum):
     OK = 0            # success, or the CI gate passed
     GATE_FAILED = 1   # thresholds exceeded
     BAD_INPUT = 2     # bad usage, bad config, unreadable input
+    INTERNAL_ERROR = 70   # an unexpected exception, i.e. a bug (sysexits' EX_SOFTWARE); --traceback shows it
     INTERRUPTED = 130  # Ctrl-C
+    BROKEN_PIPE = 141  # stdout closed early (`audit | head`): 128 + SIGPIPE, as a shell reports it
 
 
 class MemwatchError(Exception):

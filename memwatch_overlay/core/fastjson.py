@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-_scan = json.JSONDecoder().scan_once   # the C scanner json.loads runs (default options)
+# the C scanner json.loads runs (default options); set in __init__, so typeshed does not list it
+_scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 def loads(text: str) -> Any:

@@ -71,7 +71,10 @@ def parse_as_of(text: str | None) -> float:
     """`--as-of` value: a date or datetime (naive = UTC); None means now."""
     if text is None:
         return dt.datetime.now(UTC).timestamp()
-    return parse_timestamp(text)
+    epoch = parse_timestamp(text)
+    if epoch is None:                   # "" or blank: not "now", which would hide a typo
+        raise ValueError(f"not a date or datetime: {text!r}")
+    return epoch
 
 
 def to_iso(epoch: float | None) -> str | None:

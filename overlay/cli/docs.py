@@ -23,7 +23,7 @@ def render() -> str:
     out = ["# Command reference", "",
            "Generated from the commands' own `--help` by "
            "`python -m memwatch_overlay.overlay.cli.docs > docs/cli.md`; do not edit by hand.", ""]
-    for path, cmd in _commands(main, "memwatch-overlay"):
+    for path, cmd in [("memwatch-overlay", main), *_commands(main, "memwatch-overlay")]:
         ctx = click.Context(cmd, info_name=path, terminal_width=80, max_content_width=80)
         out += [f"## `{path}`", "", "```", cmd.get_help(ctx).rstrip(), "```", ""]
     return "\n".join(out)

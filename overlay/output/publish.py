@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Mapping, TextIO
 
-from rich.console import Console
+from memwatch_overlay.overlay.output.console import OutputConsole as Console
 
 from memwatch_overlay.overlay.output import tables as output
 from memwatch_overlay.core.errors import ConfigError

@@ -107,18 +107,6 @@ def render_table(result, console: Console, limit: int = MAX_TABLE_ROWS) -> None:
         console.print(f"… {remaining} more (use --format json for all)")
 
 
-def render_check(result, applied: list[str], console: Console) -> None:
-    """`check`: the seed's summary line, then the suggestions and the stale memories."""
-    console.print(result.summary)
-    for update in result.suggested_updates:
-        done = " [green](applied)[/]" if update.ref in applied else ""
-        console.print(f"  {update}  [dim]{update.ref}, confidence {update.confidence:.2f}[/]{done}",
-                      highlight=False)
-    for fact in result.stale_memories:
-        console.print(f"  stale: {fact['key'] or fact['ref']}: {fact['text']} "
-                      f"({fact['label']}, freshness {fact['freshness']:.2f})", highlight=False)
-
-
 def render_search(hits, console: Console) -> None:
     if not hits:
         console.print("no matching facts")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from memwatch_overlay.core.errors import ConfigError, OverlayError
 from memwatch_overlay.overlay.store.database import SCHEMA_VERSION, OverlayStore
@@ -84,7 +84,7 @@ class _Importer:
         self.store = store
         self.name = name
         self.columns = {t: set(_columns(store, t)) for t in _HIDDEN}
-        self.source_ids: dict[str, int] = {}
+        self.source_ids: dict[Any, int] = {}      # by the "name" an export line gives
         self.counts = {"source": 0, "fact": 0, "contradiction": 0, "run": 0}
         self.lineno = 0
 

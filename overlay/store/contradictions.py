@@ -6,7 +6,7 @@ import json
 from typing import Iterable, Iterator
 
 from memwatch_overlay.core import fastjson as jsontext
-from memwatch_overlay.overlay.store.sqlhelpers import plain_rows, scope
+from memwatch_overlay.overlay.store.sqlhelpers import RepoBase, plain_rows, scope
 
 # The contradictions a report shows: the older fact neither deleted nor forgotten, the newer not deleted.
 REPORTED_CONTRADICTIONS = (
@@ -14,7 +14,7 @@ REPORTED_CONTRADICTIONS = (
     "WHERE o.status != 'deleted' AND o.status != 'forgotten' AND n.status != 'deleted'")
 
 
-class ContradictionsRepo:
+class ContradictionsRepo(RepoBase):
     """Mixin of OverlayStore: storing, clearing and reading contradictions."""
 
     def add_contradiction(self, older_id: int, newer_id: int, kind: str, confidence: float,

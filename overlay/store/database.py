@@ -49,6 +49,8 @@ class OverlayStore(SchemaRepo, SourcesRepo, FactsRepo, ScoresRepo, ReportsRepo,
     """Opens (and migrates) the overlay database: a SQLite file at `path`, or a
     postgresql:// DSN (overlay/store/postgres_dialect.py runs the same statements there)."""
 
+    path: Path | str    # the file, or the DSN (reopened by path)
+
     def __init__(self, path: str | Path):
         if overlay_db.is_dsn(path):
             self._open_postgres(str(path))

@@ -12,7 +12,7 @@ from typing import Any, Iterable, Iterator, NamedTuple
 
 from memwatch_overlay.core.vocab import LIVE_STATUSES
 from memwatch_overlay.overlay.store import postgres_dialect as overlay_db
-from memwatch_overlay.overlay.store.sqlhelpers import placeholders, scope
+from memwatch_overlay.overlay.store.sqlhelpers import RepoBase, placeholders, scope
 
 
 class FactRow(NamedTuple):
@@ -111,7 +111,7 @@ FACT_SELECT = (
     "FROM facts f JOIN sources s ON s.id = f.source_id")
 
 
-class FactsRepo:
+class FactsRepo(RepoBase):
     """Mixin of OverlayStore: writing facts (upserts, deletions, refreshes) and reading them."""
 
     # Indexes only readers use, not the upsert's conflict checks. Their keys arrive in
@@ -275,7 +275,8 @@ class FactsRepo:
                             changed_sync: int | None = None) -> list[sqlite3.Row]:
         """Live facts of a source with one of `labels` (or contradicted, when `contradicted`),
         only those sync `changed_sync` changed when given; id order (write-back planning)."""
-        conds, params = [], [source_id]
+        conds: list[str] = []
+        params: list[Any] = [source_id]
         if labels:
             conds.append(f"label IN ({placeholders(len(labels))})")
             params += labels

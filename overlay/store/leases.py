@@ -36,7 +36,7 @@ import socket
 import threading
 import time
 import uuid
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 from memwatch_overlay.core.errors import ConfigError, OverlayError
 from memwatch_overlay.core.redact import redact_dsn
@@ -84,7 +84,7 @@ class Leases:
         self._lock = threading.RLock()          # the session is used by the caller and the heartbeat
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self.session = None
+        self.session: Any = None                # a psycopg connection once _connect() ran
         self._connect()
 
     # -- session -----------------------------------------------------------------------

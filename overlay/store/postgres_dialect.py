@@ -254,7 +254,8 @@ class PgConnection:
         cur = self.raw.cursor()
         try:
             cur.execute(stmt, _params(params))
-            lastrowid = cur.fetchone()[0] if returning and cur.rowcount else None
+            row = cur.fetchone() if returning and cur.rowcount else None
+            lastrowid = row[0] if row else None
         except self._psycopg.Error as exc:
             raise self._error(exc) from None
         return PgCursor(cur, lastrowid)

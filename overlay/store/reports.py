@@ -7,7 +7,7 @@ from collections import namedtuple
 from typing import Any, Iterator
 
 from memwatch_overlay.overlay.store.facts import ANNOTATIONS_SQL, CONTRADICTED_BY_SQL, LIVE
-from memwatch_overlay.overlay.store.sqlhelpers import plain_rows, scope
+from memwatch_overlay.overlay.store.sqlhelpers import RepoBase, plain_rows, scope
 
 # The audit report's facts (AuditResult.iter_facts): only the columns of the JSON contract's
 # facts[], in its order. Each per-fact subquery is guarded by an uncorrelated EXISTS that
@@ -29,12 +29,12 @@ REPORT_COLUMNS = (
     ("annotations", f"CASE WHEN {_ANY_ANNOTATION} THEN ({ANNOTATIONS_SQL}) END"),
 )
 # One row of REPORT_COLUMNS, read by name (ReportRow._make(row)).
-ReportRow = namedtuple("ReportRow", [name for name, _ in REPORT_COLUMNS])
+ReportRow = namedtuple("ReportRow", [name for name, _ in REPORT_COLUMNS])  # type: ignore[misc]  # names built above
 REPORT_SELECT = (f"SELECT {', '.join(sql for _, sql in REPORT_COLUMNS)} "
                  "FROM facts f JOIN sources s ON s.id = f.source_id")
 
 
-class ReportsRepo:
+class ReportsRepo(RepoBase):
     """Mixin of OverlayStore: report rows and summaries."""
 
     def iter_report_rows(self, source_ids: list[int] | None = None, order: str = "f.id",

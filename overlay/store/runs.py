@@ -4,9 +4,10 @@ from __future__ import annotations
 import json
 import time
 from typing import Iterator
+from memwatch_overlay.overlay.store.sqlhelpers import RepoBase
 
 
-class RunsRepo:
+class RunsRepo(RepoBase):
     """Mixin of OverlayStore: run history."""
 
     def record_run(self, kind: str, as_of: float, sources: list[str], passed: bool | None,

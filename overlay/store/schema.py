@@ -5,12 +5,12 @@ from __future__ import annotations
 from memwatch_overlay.core.errors import OverlayError
 from memwatch_overlay.overlay.store import postgres_dialect as overlay_db
 from memwatch_overlay.overlay.store.migrations import MIGRATIONS_BY_VERSION, SCHEMA_VERSION
-from memwatch_overlay.overlay.store.sqlhelpers import split_sql
+from memwatch_overlay.overlay.store.sqlhelpers import RepoBase, split_sql
 
 MIGRATION_LOCK = 0x6D656D77   # pg_advisory_xact_lock key held while a Postgres overlay migrates
 
 
-class SchemaRepo:
+class SchemaRepo(RepoBase):
     """Mixin of OverlayStore: migrations and schema introspection."""
 
     def _migrate(self) -> None:

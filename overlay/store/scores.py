@@ -8,7 +8,7 @@ import itertools
 from typing import Iterator, NamedTuple
 
 from memwatch_overlay.overlay.store.facts import LIVE
-from memwatch_overlay.overlay.store.sqlhelpers import scope
+from memwatch_overlay.overlay.store.sqlhelpers import RepoBase, scope
 
 # The scheduled rescore's filter. Unary + keeps the planner on the next_change index (a
 # range of due facts) rather than an index on status (every live fact).
@@ -38,7 +38,7 @@ _WRITE_SQL = ("UPDATE facts SET " + ", ".join(f"{c} = ?" for c in ScoreUpdate._f
               + " WHERE id = ?")
 
 
-class ScoresRepo:
+class ScoresRepo(RepoBase):
     """Mixin of OverlayStore: score inputs out, scores in."""
 
     def unscored_pages(self, as_of: float, source_ids: list[int] | None = None,

@@ -6,9 +6,10 @@ import json
 import sqlite3
 import time
 from typing import Any
+from memwatch_overlay.overlay.store.sqlhelpers import RepoBase
 
 
-class SourcesRepo:
+class SourcesRepo(RepoBase):
     """Mixin of OverlayStore: sources, their sync bookkeeping, and meta."""
 
     def ensure_source(self, name: str, connector: str, target: str, preset: str | None) -> int:

@@ -4,6 +4,21 @@ connection."""
 from __future__ import annotations
 
 import sqlite3
+from typing import TYPE_CHECKING, Any
+
+
+class RepoBase:
+    """What every repository mixin of OverlayStore reads from the store it is mixed into.
+
+    For the type checker: the attributes OverlayStore sets, and (while checking only) the
+    other mixins' methods, which a mixin reaches through `self` once they are combined."""
+
+    conn: Any          # sqlite3.Connection, or postgres_dialect.PgConnection (the same calls, plus stream())
+    dialect: str       # "sqlite" | "postgres"
+    label: str         # what messages name the overlay by (a DSN without its password)
+
+    if TYPE_CHECKING:
+        def __getattr__(self, name: str) -> Any: ...
 
 
 def scope(column: str, ids: list[int] | None) -> tuple[str, tuple]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from memwatch_overlay.overlay.store.sqlhelpers import placeholders
+from memwatch_overlay.overlay.store.sqlhelpers import RepoBase, placeholders
 
 
-class VectorsRepo:
+class VectorsRepo(RepoBase):
     """Mixin of OverlayStore: stored vectors."""
 
     def stored_vectors(self, fact_ids: list[int]) -> dict[int, tuple]:
