@@ -18,6 +18,8 @@ import contextlib
 import dataclasses
 import hashlib
 import json
+import queue
+import threading
 import time
 from dataclasses import dataclass, field
 from functools import partial
@@ -319,7 +321,6 @@ class SyncEngine:
         touched: list[int] = []
         live_delta = 0
         replaced: list[tuple[str, str, str]] = []
-        batch: list[FactRow] = []
         page: list[Record] = []
         dropped: list[str] | None = None
         written = 0
@@ -327,9 +328,27 @@ class SyncEngine:
         unchanged = self._unchanged_test() if compare else None
         if compare:
             store.begin_unchanged()
+        fresh = bulk and store.max_fact_id() == 0
+
+        def write(batch: list[FactRow]) -> None:
+            nonlocal dropped, written
+            written += len(batch)
+            if bulk and dropped is None:
+                if fresh:
+                    dropped = store.drop_bulk_indexes(store.FRESH_INDEXES)
+                elif written >= BULK_MIN and written * 4 >= store.max_fact_id():
+                    dropped = store.drop_bulk_indexes()
+            if batch:
+                store.upsert_facts(batch)
+
+        # A load that only writes (no lookups between pages) hands its pages to a writer
+        # thread: SQLite works without the GIL while this thread builds the next page.
+        writer = _PageWriter(write) if bulk and not track and not compare and store.dialect == "sqlite" else None
+        submit = writer.submit if writer is not None else write
 
         def flush():
-            nonlocal live_delta, dropped, written
+            nonlocal live_delta
+            batch: list[FactRow] = []
             if unchanged is not None:
                 pks = [pk_json(rec.pk) for rec in page]
                 stored = store.stored_for_compare(source_id, pks)
@@ -343,33 +362,35 @@ class SyncEngine:
                 if seen:
                     store.note_unchanged(seen)
             else:
-                batch.extend(map(fact_row, page))
-            written += len(batch)
-            if bulk and dropped is None and written >= BULK_MIN and written * 4 >= store.max_fact_id():
-                dropped = store.drop_bulk_indexes()
+                batch = list(map(fact_row, page))
             if track:
                 pks = list(dict.fromkeys(row.pk for row in batch))
                 before = store.live_count_of(source_id, pks)
-            if batch:
-                store.upsert_facts(batch)
+            submit(batch)
             if track:
                 live_delta += store.live_count_of(source_id, pks) - before
                 touched.extend(store.ids_of(source_id, pks))
             stats.records += len(page)
             page.clear()
-            batch.clear()
             if on_progress:
                 on_progress(stats.records)
 
-        for rec in records:
-            page.append(rec)
-            if rec.replaced_by:
-                replaced.append((rec.ref, make_ref(rec.source, rec.table, rec.replaced_by),
-                                 rec.replaced_note or "the source marks it replaced"))
-            if len(page) >= BATCH:
+        try:
+            for rec in records:
+                page.append(rec)
+                if rec.replaced_by:
+                    replaced.append((rec.ref, make_ref(rec.source, rec.table, rec.replaced_by),
+                                     rec.replaced_note or "the source marks it replaced"))
+                if len(page) >= BATCH:
+                    flush()
+            if page:
                 flush()
-        if page:
-            flush()
+        except BaseException:
+            if writer is not None:
+                writer.close(cancel=True)
+            raise
+        if writer is not None:
+            writer.close()
         if dropped:
             store.create_indexes(dropped)
         return touched, live_delta, replaced
@@ -469,6 +490,52 @@ class SyncEngine:
             ids = set(touched) | set(changed) | partners
             store.apply_contradiction_status(fact_ids=sorted(ids | store.older_partners(ids)))
         return found
+
+
+class _PageWriter:
+    """write(page) in a second thread, in submission order, at most two pages behind.
+
+    The sync's transaction is the caller's: the writer only runs statements inside it, and
+    close() waits for it, so nothing is written after the caller commits or rolls back. A
+    failed write is raised in the caller (at its next submit, or by close)."""
+
+    def __init__(self, write: Callable[[list], None]):
+        self.write = write
+        self.pages: queue.Queue = queue.Queue(maxsize=2)
+        self.error: BaseException | None = None
+        self.cancelled = False
+        self.thread = threading.Thread(target=self._run, name="memwatch-overlay-writer", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            page = self.pages.get()
+            if page is None:
+                return
+            if self.error is not None or self.cancelled:
+                continue
+            try:
+                self.write(page)
+            except BaseException as exc:   # handed to the caller's thread
+                self.error = exc
+
+    def submit(self, page: list) -> None:
+        if self.error is not None:
+            self._raise()
+        self.pages.put(page)
+
+    def close(self, cancel: bool = False) -> None:
+        """Wait for every submitted page (`cancel`: skip those not begun); raise a failed write."""
+        self.cancelled = cancel
+        self.pages.put(None)
+        self.thread.join()
+        if self.error is not None and not cancel:
+            self._raise()
+
+    def _raise(self) -> None:
+        error, self.error = self.error, None
+        self.cancelled = True
+        raise error
 
 
 def _latest(*times: float | None) -> float | None:
