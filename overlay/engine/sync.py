@@ -434,6 +434,7 @@ class SyncEngine:
         thresholds, lifecycle = cfg.thresholds, cfg.lifecycle
         policies: dict[str, CategoryPolicy] = {}
         ahead = as_of > now + 1.0          # next_change_at(): due again at once
+        new_row = tuple.__new__
 
         def fact_row(rec: Record, pk_text: str | None = None) -> FactRow:
             category = categorize(rec.source, rec.key, rec.text, rec.category)
@@ -451,14 +452,14 @@ class SyncEngine:
                 nxt = None
             else:
                 nxt = 0.0 if ahead else as_of + change_days * DAY
-            return FactRow(
-                source_id=source_id, tbl=rec.table, pk=pk_text or pk_json(pk), ref=make_ref(rec.source, rec.table, pk),
-                subject=rec.subject, key=rec.key, text=rec.text, category=category, created_at=created,
-                updated_at=updated, accessed_at=rec.accessed_at, access_count=rec.access_count,
-                expires_at=rec.expires_at, content_hash=content_hash(rec), first_seen=now, last_seen=now,
-                seen_sync=sync_no, changed_sync=sync_no, status=status, freshness=freshness, label=label,
-                age_days=age, days_left=left, days_until_expired=until, expired_by=expired_by,
-                scored_as_of=as_of, confidence=confidence, next_change=nxt)
+            # FactRow's fields in order, without keyword arguments (a third of this function's
+            # cost); a field added to FactRow fails the upsert's binding count and test_sync_rows
+            return new_row(FactRow, (
+                source_id, rec.table, pk_text or pk_json(pk), make_ref(rec.source, rec.table, pk),   # ..ref
+                rec.subject, rec.key, rec.text, category, created, updated, rec.accessed_at,  # subject..accessed_at
+                rec.access_count, rec.expires_at, content_hash(rec), now, now,   # access_count..last_seen
+                sync_no, sync_no, status, freshness, label, age, left, until,    # seen_sync..days_until_expired
+                expired_by, as_of, confidence, nxt))                             # expired_by..next_change
 
         return fact_row
 
