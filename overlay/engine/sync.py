@@ -90,11 +90,15 @@ _enc = json.encoder.encode_basestring_ascii   # what json.dumps uses for str (en
 class SyncEngine:
     """Brings the overlay up to date with sources; shared by audit and the daemon."""
 
-    def __init__(self, store: OverlayStore, config: Config, detector=None):
+    def __init__(self, store: OverlayStore, config: Config, detector=None,
+                 detector_factory: Callable[[], object] | None = None):
         self.store = store
         self.config = config
         self.categorizer = Categorizer(config.rules, known=set(config.categories), aliases=config.category_aliases)
         self.detector = detector
+        # detector_factory() -> the detector, made by the first sync that changed a live fact
+        # (compiling the slot pack costs seconds; a re-audit of an unchanged store needs none)
+        self.detector_factory = detector_factory
         # guard(store, source_name) -> context manager entered inside each sync's transaction
         # (overlay/store/leases.py fences a sync with the source's lease); None: no guard.
         self.guard: Callable | None = None
@@ -479,6 +483,9 @@ class SyncEngine:
             if older is not None and newer is not None:
                 store.add_contradiction(older, newer, "value", 1.0, note, None, now)
                 found += 1
+        if self.detector is None and self.detector_factory is not None \
+                and store.count_changed(source_id, sync_no, live_only=True):
+            self.detector, self.detector_factory = self.detector_factory(), None
         if self.detector is not None:
             from memwatch_overlay.overlay.detect.blocks import detect_changed
             found += detect_changed(store, self.detector, source_id, sync_no, now, stats)
