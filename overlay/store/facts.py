@@ -261,6 +261,11 @@ class FactsRepo(RepoBase):
             return self.conn.stream(sql, (source_id, sync_no))
         return self.conn.execute(sql, (source_id, sync_no))
 
+    def live_subjects(self, limit: int = 2) -> list[str | None]:
+        """Up to `limit` distinct subjects of live facts (is there more than one user?)."""
+        rows = self.conn.execute(f"SELECT DISTINCT subject FROM facts WHERE {LIVE} LIMIT ?", (limit,)).fetchall()
+        return [r[0] for r in rows]
+
     def live_facts_in(self, categories: list[str], subject: str | None = None) -> list[sqlite3.Row]:
         """Live facts (with `source_name`) of these categories, of one subject when given; id order."""
         sql = (f"SELECT f.*, s.name AS source_name FROM facts f JOIN sources s ON s.id = f.source_id "
