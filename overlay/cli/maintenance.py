@@ -23,7 +23,7 @@ from memwatch_overlay.overlay.cli.options import (REPORT_FORMAT_CHOICES, as_of_o
               help="How many audit runs --trend (and the HTML trend chart) cover.")
 @threshold_options
 @pass_cli
-def report(cli: CliContext, source_name, fmt, output_path, html_path, github, trend, runs,
+def report(cli: CliContext, source_name, fmt, output_path, html_path, github, junit_failures, trend, runs,
            max_stale_ratio, max_stale, max_contradictions, min_avg_freshness):
     """Print the overlay's current state without reading any source.
 
@@ -48,7 +48,8 @@ def report(cli: CliContext, source_name, fmt, output_path, html_path, github, tr
                             thresholds=thresholds(max_stale_ratio, max_stale, max_contradictions,
                                                   min_avg_freshness))
     try:
-        publish_result(cli, result, fmt, output_path, html_path, github, trend=history)
+        publish_result(cli, result, fmt, output_path, html_path, github, trend=history,
+                       junit_failures=junit_failures)
         gate_lines(cli, result, fmt, output_path)
         return gate_status(result)
     finally:
@@ -63,7 +64,7 @@ def _print_trend(cli: CliContext, history: dict, fmt: str, output_path: str | No
         if fmt == "json":
             trend_mod.write_json(history, out)
         else:
-            trend_mod.render_table(history, Console(file=out, no_color=out is not cli.stdout))
+            trend_mod.render_table(history, Console(file=out, no_color=True if out is not cli.stdout else None))
     finally:
         if out is not cli.stdout:
             out.close()
