@@ -93,3 +93,18 @@ def test_a_fresh_install_on_the_declared_minimum_python(tmp_path):
     where = subprocess.run([str(py), "-c", "import memwatch_overlay; print(memwatch_overlay.__file__)"],
                            capture_output=True, text=True, env=env, cwd=tmp_path).stdout
     assert str(venv) in where
+
+
+@pytest.mark.slow
+def test_make_demo_shows_the_headline_check_and_names_the_html_report(tmp_path):
+    venv = Path(sys.executable).parents[1]
+    report = tmp_path / "demo.html"
+    # -o: take the venv as installed (this one), do not reinstall
+    proc = subprocess.run(["make", "-s", "-C", str(ROOT), "demo", f"VENV={venv}", f"DEMO_REPORT={report}",
+                           "-o", f"{venv}/.core"], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "COLUMNS": "100"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert "== check: what the user just said" in out
+    assert "contradiction(s) detected." in out and "UPDATE" in out
+    assert f"open {report}" in out and report.read_text().startswith("<!DOCTYPE html>")
