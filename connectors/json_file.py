@@ -21,7 +21,7 @@ from typing import Any, Iterator
 from memwatch_overlay.core.errors import ConnectorError
 from memwatch_overlay.core.timeparse import parse_timestamp
 from memwatch_overlay.rules.config import MAPPING_KEYS, SourceConfig
-from memwatch_overlay.connectors.base import Connector, Record, TableInfo
+from memwatch_overlay.connectors.base import Connector, Record, TableInfo, require_readable_file
 from memwatch_overlay.connectors.paths import (
     RecordPath,
     chain_of,
@@ -132,8 +132,7 @@ def describe_file(path: Path) -> list[TableInfo]:
     Collections nested one level inside those records are listed too.
     """
     path = Path(path)
-    if not path.exists():
-        raise ConnectorError(f"{path}: no such file")
+    require_readable_file(path, "JSON file")
     if json_format(path) == "jsonl":
         values = []
         first_error = None
@@ -232,8 +231,7 @@ class JsonConnector(Connector):
         path = self.source.resolved_path
         if path is None:
             raise ConnectorError(f"source {self.source.name!r}: no path given")
-        if not path.exists():
-            raise ConnectorError(f"{path}: no such file")
+        require_readable_file(path, "JSON file")
         if path.is_dir():
             raise ConnectorError(f"{path}: is a directory, not a JSON file")
         for key in UNSUPPORTED_KEYS:
