@@ -33,7 +33,7 @@ from sqlglot import exp
 from memwatch_overlay.core.errors import ConnectorError
 from memwatch_overlay.rules.config import SourceConfig
 from memwatch_overlay.connectors import sqlguard
-from memwatch_overlay.connectors.base import Record, TableInfo
+from memwatch_overlay.connectors.base import Record, TableInfo, require_readable_file
 from memwatch_overlay.connectors.tabular import ROWID, TableConnector, _pk_text  # noqa: F401 (ROWID, _pk_text re-exported)
 
 DEFAULT_BUSY_TIMEOUT = 5.0   # seconds a read waits for a writer's lock
@@ -43,8 +43,7 @@ PAGE_ROWS = 10000            # rows per statement when a full read or a key pass
 
 def open_readonly(path: Path, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> sqlite3.Connection:
     """A read-only connection that cannot write even by mistake."""
-    if not path.exists():
-        raise ConnectorError(f"{path}: no such file")
+    require_readable_file(path, "SQLite file")
     if path.is_dir():
         raise ConnectorError(f"{path}: is a directory, not a SQLite file")
     uri = "file:" + urllib.parse.quote(str(path.resolve())) + "?mode=ro"

@@ -292,5 +292,8 @@ def make_detector(config) -> Detector | None:
     kw = {}
     if "threshold" in emb_cfg:
         kw["semantic_threshold"] = float(emb_cfg["threshold"])
-    return Detector(pack, embedder=embedder, judge=judge,
-                    min_confidence=float(det.get("min_confidence", 0.0)), **kw)
+    detector = Detector(pack, embedder=embedder, judge=judge,
+                        min_confidence=float(det.get("min_confidence", 0.0)), **kw)
+    if config is not None:
+        detector.max_text_chars = config.max_text_chars
+    return detector

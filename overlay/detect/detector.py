@@ -32,6 +32,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Protocol
 
+from memwatch_overlay.rules.config import DEFAULT_MAX_TEXT_CHARS
 from memwatch_overlay.overlay.detect.pack import Pack, SlotDef, load_pack
 from memwatch_overlay.overlay.detect.slots import (
     Extractor,
@@ -158,13 +159,18 @@ class Detector:
         """The category the pack reads in ``text``, or None."""
         return infer_category(text, self.pack)
 
+    # Characters of a text the slots read ([limits] max_text_chars; make_detector sets it):
+    # a megabyte-long memory is read by its beginning, in bounded time.
+    max_text_chars = DEFAULT_MAX_TEXT_CHARS
+
     def read(self, fact: FactView) -> Reading:
         """Slots, cues and anchors of one fact (cached by text and subject)."""
-        ck = (fact.text or "", fact.subject or "")
+        text = (fact.text or "")[:self.max_text_chars]
+        ck = (text, fact.subject or "")
         r = self._cache.get(ck)
         if r is None:
             words = frozenset(w for w in _NON_WORD.split((fact.subject or "").lower()) if len(w) > 2)
-            r = self.extractor.read(fact.text or "", words)
+            r = self.extractor.read(text, words)
             self._cache[ck] = r
             if len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)

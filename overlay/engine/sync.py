@@ -86,7 +86,8 @@ class SyncEngine:
     def __init__(self, store: OverlayStore, config: Config, detector=None):
         self.store = store
         self.config = config
-        self.categorizer = Categorizer(config.rules, known=set(config.categories), aliases=config.category_aliases)
+        self.categorizer = Categorizer(config.rules, known=set(config.categories), aliases=config.category_aliases,
+                                       max_text_chars=config.max_text_chars)
         self.detector = detector
         # guard(store, source_name) -> context manager entered inside each sync's transaction
         # (overlay/store/leases.py fences a sync with the source's lease); None: no guard.
@@ -196,9 +197,9 @@ class SyncEngine:
         own = connector is None
         connector = connector or make_connector(source)
         stats = SyncStats(source.name, full=full)
+        warned = len(connector.warnings)      # before open(): its warnings (a privileged role) count
         if own:
             connector.open()
-        warned = len(connector.warnings)
         try:
             store = self.store
             guard = self.guard(store, source.name) if self.guard else contextlib.nullcontext()
@@ -232,6 +233,9 @@ class SyncEngine:
         unknown = self.categorizer.take_unknown()
         if unknown:
             stats.warnings.append(unknown_categories_warning(unknown))
+        truncated = self.categorizer.take_truncated()
+        if truncated:
+            stats.warnings.append(truncated)
         stats.seconds = time.monotonic() - started
         return stats
 
@@ -253,9 +257,9 @@ class SyncEngine:
         own = connector is None
         connector = connector or make_connector(source)
         stats = SyncStats(source.name)
+        warned = len(connector.warnings)      # before open(): its warnings (a privileged role) count
         if own:
             connector.open()
-        warned = len(connector.warnings)
         try:
             guard = self.guard(store, source.name) if self.guard else contextlib.nullcontext()
             with store.transaction(), guard:
