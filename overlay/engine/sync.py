@@ -236,7 +236,8 @@ class SyncEngine:
                 self._rescore_pending(source_id, as_of)
                 stats.changed = self._count_changed(source_id, sync_no)
                 stats.contradictions = self._contradictions(source_id, sync_no, replaced, now, stats,
-                                                            None if read_all else touched)
+                                                            None if read_all else touched,
+                                                            space=self.subject_space(source, source_id))
                 stats.rows_read = connector.rows_read - rows_before
                 store.finish_sync(source_id, sync_no, connector.cursor, stats.rows_read,
                                   stats.changed + stats.deleted, now, full=full,
@@ -297,7 +298,8 @@ class SyncEngine:
                     stats.changed = self._count_changed(source_id, sync_no)
                     store.set_sync_count(source_id, sync_no)
                 stats.contradictions = self._contradictions(source_id, sync_no, replaced, now, stats,
-                                                            touched + deleted)
+                                                            touched + deleted, deleted,
+                                                            space=self.subject_space(source, source_id))
                 stats.rows_read = connector.rows_read - rows_before
                 store.finish_deletion_scan(source_id, stats.keys_read, now)
                 if stats.deleted or stats.changed:
@@ -445,10 +447,27 @@ class SyncEngine:
 
         return fact_row
 
+    def subject_space(self, source: SourceConfig, source_id: int) -> list[int]:
+        """Ids of the sources whose facts share subjects with this one: the source itself,
+        and the config's sources naming the same `subject_space` (facts of two stores are
+        never compared otherwise: "u1" in one store need not be "u1" in another)."""
+        ids = [source_id]
+        if not source.subject_space:
+            return ids
+        for s in self.config.sources:
+            if s.subject_space == source.subject_space and s.name != source.name:
+                other = self.store.source_row(s.name)
+                if other is not None:
+                    ids.append(other["id"])
+        return ids
+
     def _contradictions(self, source_id: int, sync_no: int, replaced, now: float, stats: SyncStats,
-                        touched: list[int] | None = None) -> int:
+                        touched: list[int] | None = None, deleted: list[int] | tuple = (),
+                        space: list[int] | None = None) -> int:
         """Judge changed facts again. `touched` (incremental) limits the status update to the
-        facts this sync wrote or deleted and the facts they contradict; None recomputes all."""
+        facts this sync wrote or deleted and the facts they contradict; None recomputes all.
+        `deleted`: facts this sync found deleted (their blocks are walked again); `space`:
+        the sources sharing this one's subjects (`subject_space`)."""
         store = self.store
         changed = store.changed_ids(source_id, sync_no)
         had_any = store.has_contradictions()
@@ -461,16 +480,19 @@ class SyncEngine:
             if older is not None and newer is not None:
                 store.add_contradiction(older, newer, "value", 1.0, note, None, now)
                 found += 1
+        affected: set[int] = set()
         if self.detector is not None:
             from memwatch_overlay.overlay.detect.blocks import detect_changed
-            found += detect_changed(store, self.detector, source_id, sync_no, now, stats)
+            found += detect_changed(store, self.detector, source_id, sync_no, now, stats,
+                                    space=space, also=deleted,
+                                    affected=affected)
         if touched is None:
             if store.has_contradictions():
                 store.apply_contradiction_status()
             else:   # nothing contradicts anything: only stale flags need clearing (no rewrite of every fact)
                 store.clear_contradicted_status()
         else:
-            ids = set(touched) | set(changed) | partners
+            ids = set(touched) | set(changed) | partners | affected
             store.apply_contradiction_status(fact_ids=sorted(ids | store.older_partners(ids)))
         return found
 
