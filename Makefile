@@ -18,7 +18,7 @@ $(VENV)/.core: $(VENV)/bin/python pyproject.toml
 # torch first, pinned: a bare `torch` requirement would pull a multi-GB CUDA build.
 $(VENV)/.all: $(VENV)/.core
 	$(PIP) install -q torch==$(TORCH_VERSION)
-	$(PIP) install -q -e '.[dev,postgres,embeddings,mcp,fast,test-integrations]'
+	$(PIP) install -q -e '.[dev,postgres,embeddings,mcp,fast,train,test-integrations]'
 	bash tests/setup_chromium.sh
 	touch $@
 

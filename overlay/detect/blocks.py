@@ -173,6 +173,9 @@ class BlockIndex:
                 wants.add(("key", key.strip().lower()))
             for c in r.cues:
                 wants |= {("word", _w(w)) for w in c.scope}
+            topics = detector.learned_terms(v)      # the learned layer relates facts by topic
+            offers |= topics
+            wants |= topics
             self.terms[i], self.wants[i] = offers, wants
             for t in offers:
                 self.by_term[t].add(i)
