@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from memwatch_overlay.core.redact import redact_dsn
+from memwatch_overlay.core.tomltext import toml_value
 
 STAT_COLUMNS = ("total", "fresh", "aging", "stale", "expired", "contradicted", "deleted")
 
@@ -75,21 +76,26 @@ def detection_dict(det) -> dict:
 def render_detection(det, console: Console, snippet: str | None = None) -> None:
     """`sources detect`: what was seen, then the matching presets best first, or `snippet`
     (a memwatch.toml mapping to fill in) when none matches."""
-    console.print(f"[bold]{redact_dsn(det.target)}[/bold] ({det.kind})", highlight=False)
     seen = "; ".join(f"{t.name}({', '.join(t.columns)})" for t in det.tables[:20]) or "nothing"
-    console.print(f"seen: {seen}", highlight=False, markup=False)
     if not det.matches:
-        console.print("no preset matches; map the store in memwatch.toml:", highlight=False)
-        console.print(snippet or "", highlight=False, markup=False)
+        # the whole output is a TOML file: what was seen as comments, then the entry, printed
+        # as is (console.out never wraps at the terminal's width: a wrapped comment or quoted
+        # path is no longer TOML), so `sources detect X > memwatch.toml` parses
+        for line in (f"{redact_dsn(det.target)} ({det.kind})", f"seen: {seen}",
+                     "no preset matches; map the store in memwatch.toml:"):
+            console.out("# " + line.replace("\n", " "), highlight=False)
+        console.out(snippet or "", highlight=False)
         return
+    console.print(f"[bold]{redact_dsn(det.target)}[/bold] ({det.kind})", highlight=False)
+    console.print(f"seen: {seen}", highlight=False, markup=False)
     for i, m in enumerate(det.matches, 1):
         mark = "  (used by audit and init)" if i == 1 else ""
         console.print(f"{i}. [bold]{m.preset}[/bold] score {m.score:.2f}{mark}", highlight=False)
         for reason in m.reasons:
             console.print(f"   - {reason}", highlight=False, markup=False)
         if m.defaults:
-            mapping = ", ".join(f"{k} = {v!r}" for k, v in m.defaults.items())
-            console.print(f"   maps: {mapping}", highlight=False, markup=False)
+            mapping = ", ".join(f"{k} = {toml_value(v)}" for k, v in m.defaults.items())
+            console.print(f"   maps: {mapping}", highlight=False, markup=False, soft_wrap=True)
 
 
 def render_catalog(data: dict, console: Console) -> None:
