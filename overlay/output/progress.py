@@ -12,12 +12,15 @@ class ScanProgress:
 
     DELAY = 0.7
 
-    def __init__(self):
+    def __init__(self, enabled: bool = True):
+        self.enabled = enabled
         self.started = time.monotonic()
         self.progress = None
         self.task = None
 
     def __call__(self, source: str, n: int) -> None:
+        if not self.enabled:
+            return
         if self.progress is None:
             if time.monotonic() - self.started < self.DELAY:
                 return

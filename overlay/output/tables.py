@@ -18,10 +18,17 @@ STATUS_MARKS = {"contradicted": " *", "deleted": " †"}
 _UUIDISH = re.compile(r"^[0-9a-f]{8}-|^[0-9a-f]{16,}$|^\d+$", re.I)
 
 
-def write_json(result, out: IO[str]) -> None:
+def write_json(result, out: IO[str], summary_only: bool = False) -> None:
     """The design's JSON contract, streamed (bounded memory): one fact or contradiction a
-    line, written WRITE_BATCH lines at a time."""
+    line, written WRITE_BATCH lines at a time. `summary_only`: the header (summary, gate,
+    sources) plus `by_category` and `by_source`, no facts or contradictions, and
+    `"summary_only": true`."""
     header = result.header()
+    if summary_only:
+        data = {**header, "by_category": result.by("category"), "by_source": result.by("source"),
+                "summary_only": True}
+        out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        return
     out.write("{")
     for key, value in header.items():
         out.write(f"{json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}, ")
