@@ -92,11 +92,13 @@ def render_table(result, console: Console, limit: int = MAX_TABLE_ROWS) -> None:
     for v in result.violations:
         console.print(f"[red]✗ {v.message}[/]")
 
+    # at 80 columns only the memory text gives way (it wraps); subject, category, label and
+    # time left stay whole
     table = Table(show_lines=False, header_style="bold")
-    for col, kw in (("subject", {"max_width": 10}), ("memory", {"min_width": 16}),
-                    ("category", {"max_width": 12}), ("score", {"justify": "right"}), ("label", {}),
+    for col, kw in (("subject", {}), ("memory", {"min_width": 16, "ratio": 1}),
+                    ("category", {}), ("score", {"justify": "right"}), ("label", {}),
                     ("left", {"justify": "right"})):
-        table.add_column(col, overflow="ellipsis", no_wrap=col != "memory", **kw)
+        table.add_column(col, overflow="fold" if col == "memory" else "ellipsis", no_wrap=col != "memory", **kw)
     shown = 0
     for fact in result.iter_facts(order="f.status = 'deleted', f.freshness, f.id", limit=limit):
         text = fact["text"]
