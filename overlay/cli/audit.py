@@ -32,21 +32,31 @@ def audit(cli: CliContext, target, source_name, fmt, output_path, html_path, git
     if target == "-":
         target = spool_stdin(cli)
     progress = ScanProgress(enabled=not cli.quiet)
+    check_summary_only(fmt, summary_only)
     try:
         result = run_audit(target, cli.config, as_of=cli.as_of, overlay_path=cli.overlay_path,
                            source_name=source_name,
                            thresholds=thresholds(max_stale_ratio, max_stale, max_contradictions,
                                                  min_avg_freshness),
                            on_progress=progress)
-    finally:
+    except BaseException:
         progress.stop()
+        raise
     try:
+        # the line stays up while the report is written, unless the report is drawn on the
+        # same terminal (stdout a tty, no --output)
+        if output_path or html_path or not _isatty(cli.stdout):
+            progress.set_phase("writing report")
+        else:
+            progress.stop()
+        try:
+            publish_result(cli, result, fmt, output_path, html_path, github, junit_failures=junit_failures,
+                           summary_only=summary_only)
+        finally:
+            progress.stop()
         for stat in result.stats:
             for w in stat.warnings[:5]:
                 cli.warn(f"warning: {stat.source}: {w}")
-        check_summary_only(fmt, summary_only)
-        publish_result(cli, result, fmt, output_path, html_path, github, junit_failures=junit_failures,
-                       summary_only=summary_only)
         gate_lines(cli, result, fmt, output_path)
         return gate_status(result)
     finally:
@@ -76,6 +86,13 @@ def spool_stdin(cli: CliContext) -> str:
         shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
     tmp.replace(spool)
     return str(spool)
+
+
+def _isatty(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def check_summary_only(fmt, summary_only: bool) -> None:
