@@ -34,6 +34,8 @@ def report(cli: CliContext, source_name, fmt, output_path, html_path, github, ju
     (table or json). Exit 1 when a threshold is exceeded (not with --trend alone).
     """
     from memwatch_overlay.overlay.output.trend import report_trend
+    if trend and fmt not in (None, "table", "json"):
+        raise click.BadParameter("--trend prints table or json", param_hint="--format")
     cli.require_overlay()
     if compact:
         if fmt not in (None, "table") or trend or html_path or output_path:

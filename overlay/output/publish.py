@@ -74,6 +74,11 @@ class Contradictions:
             self._count = self.result.count_contradictions()
         return self._count
 
+    def text_of(self, ref: str) -> str | None:
+        """A fact's text, by ref (the HTML page shows the texts of the contradictions it lists)."""
+        row = self.result.store.fact_row(ref)
+        return None if row is None else row["text"]
+
     def evidence_of(self, older_ref: str) -> list[dict]:
         """{newer, evidence} of the contradictions whose older side is `older_ref`."""
         return self.result.contradiction_evidence(older_ref)
