@@ -82,8 +82,11 @@ body{margin:10px}
 table.stack,table.stack tbody,table.stack tr,table.stack td{display:block;width:auto}
 table.stack tr.head{display:none}
 table.stack tr{border:1px solid #d6dbe3;margin:0 0 8px;background:#fff}
-table.stack td{border:none;border-bottom:1px solid #eef1f5;white-space:normal;min-width:0}
-table.stack td::before{content:attr(data-th);display:block;font-size:11px;color:#5b6473}
+table.stack td{border:none;border-bottom:1px solid #eef1f5;white-space:normal;min-width:0;
+display:flex;justify-content:space-between;gap:8px}
+table.stack td::before{content:attr(data-th);font-size:11px;color:#5b6473;text-align:left}
+table.stack td.text,table.stack td.evidence,table.stack td.update{display:block}
+table.stack td.text::before,table.stack td.evidence::before,table.stack td.update::before{display:block}
 }
 """
 
@@ -215,6 +218,7 @@ def _timeline(digest: Digest) -> str:
             f"{chart}</figure>{soonest}</section>\n")
 
 
+_ID_LIKE = re.compile(r"^[0-9a-f]{8}-|^[0-9a-f]{16,}$|^\d+$", re.I)
 FACT_COLUMNS = ("memory", "category", "freshness", "label", "days_left", "days_until_expired", "age_days",
                 "status")
 DAY_COLUMNS = ("days_left", "days_until_expired", "age_days")
@@ -229,6 +233,7 @@ def _facts_table(title: str, ident: str, facts: list, seen: int | None, level: i
     for f in facts:
         ref = str(f.get("ref", ""))
         key = f.get("key")
+        key = key if key and len(str(key)) <= 24 and not _ID_LIKE.match(str(key)) else None   # not a UUID/row id
         memory = (f"<b>{escape(str(key))}</b>: " if key else "") + escape(str(f.get("text") or ""))
         label = str(f.get("label") or "")
         cells = [f'<td class="text" data-th="Memory">{memory}<span class="ref">{escape(ref)}</span></td>',
