@@ -264,7 +264,12 @@ def audit(target: str | None = None, config: Config | None = None, *, as_of: flo
         engine = SyncEngine(store, cfg, detector=detector)
         stats = []
         for source in sources:
-            progress = (lambda n, name=source.name: on_progress(name, n)) if on_progress else None
+            progress = None
+            if on_progress:
+                # on_progress(source, records, total=SizeEstimate | None, phase=str | None)
+                from memwatch_overlay.connectors.estimate import estimate
+                on_progress(source.name, 0, total=estimate(source))
+                progress = (lambda n, phase=None, name=source.name: on_progress(name, n, phase=phase))
             stats.append(engine.sync(source, as_of=as_of, full=True, on_progress=progress))
         ids = [store.source_row(s.name)["id"] for s in sources]
         engine.rescore(as_of, ids)

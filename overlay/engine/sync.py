@@ -224,6 +224,8 @@ class SyncEngine:
                 touched, live_delta, replaced = self._ingest(
                     connector.read(cursor), source_id, sync_no, now, as_of, stats,
                     track=not full, on_progress=on_progress, bulk=full, compare=compare)
+                if on_progress:
+                    on_progress(stats.records, phase="scoring and detecting contradictions")
                 # A connector may answer an incremental read with everything (a rewritten
                 # JSON file): then it is a full read after all.
                 read_all = full or getattr(connector, "read_all", False)
