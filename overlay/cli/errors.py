@@ -139,12 +139,14 @@ def _disk_full(exc: BaseException) -> str | None:
     """SQLite's "database or disk is full" (SQLITE_FULL), also when a failed rollback
     raised a second error on top of it: the message of the first, else None."""
     import sqlite3
-    seen = 0
-    while exc is not None and seen < 5:
-        if isinstance(exc, sqlite3.Error) and ("disk is full" in str(exc) or getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL"):
-            return str(exc)
-        exc = exc.__context__ or exc.__cause__
-        seen += 1
+    current: BaseException | None = exc
+    for _ in range(5):
+        if current is None:
+            break
+        if isinstance(current, sqlite3.Error) and (
+                "disk is full" in str(current) or getattr(current, "sqlite_errorname", "") == "SQLITE_FULL"):
+            return str(current)
+        current = current.__context__ or current.__cause__
     return None
 
 

@@ -197,9 +197,9 @@ class SyncEngine:
         own = connector is None
         connector = connector or make_connector(source)
         stats = SyncStats(source.name, full=full)
-        warned = len(connector.warnings)      # before open(): its warnings (a privileged role) count
         if own:
             connector.open()
+        warned = len(connector.warnings)
         try:
             store = self.store
             guard = self.guard(store, source.name) if self.guard else contextlib.nullcontext()
@@ -257,9 +257,9 @@ class SyncEngine:
         own = connector is None
         connector = connector or make_connector(source)
         stats = SyncStats(source.name)
-        warned = len(connector.warnings)      # before open(): its warnings (a privileged role) count
         if own:
             connector.open()
+        warned = len(connector.warnings)
         try:
             guard = self.guard(store, source.name) if self.guard else contextlib.nullcontext()
             with store.transaction(), guard:
