@@ -118,3 +118,34 @@ def test_undo_recreates_a_row_the_sweeper_removed_after_our_expiry(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["restored"], proc.stdout
     assert (prefix, key) in snapshot(db)
+
+
+def test_apply_waits_out_a_bot_holding_its_rollback_journal_lock(tmp_path):
+    """The bot holds its write lock (RESERVED: readers go on) for longer than the writer's
+    5 s busy timeout: the batch is retried with backoff and written, instead of giving up
+    with nothing written."""
+    import subprocess
+    import sys
+    db = copy_langgraph(tmp_path)
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA journal_mode = DELETE")
+    conn.close()
+    cfg = write_config(tmp_path, CONFIG)
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sqlite3, sys, time
+        conn = sqlite3.connect({str(db)!r}, isolation_level=None)
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("UPDATE store SET key = key WHERE rowid = 1")
+        print("locked", flush=True)
+        time.sleep(12)
+        conn.execute("COMMIT")
+        """)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        proc = run("plan", "--config", cfg, "--as-of", LANGGRAPH_REFERENCE, "--apply", "--format", "json",
+                   cwd=tmp_path)
+    finally:
+        holder.wait(30)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)["applied"]
+    assert result["applied"] and not result["skipped"], result["skipped"]

@@ -7,6 +7,7 @@ next sync and plan pick it up again). Every write keeps a typed before-image in 
 from __future__ import annotations
 
 import dataclasses
+import random
 import time
 import uuid
 
@@ -15,6 +16,7 @@ from memwatch_overlay.connectors.writer import (
     Image,
     Key,
     SourceBusy,
+    SourceLocked,
     SourceWriter,
     TakeTurns,
     writer_for,
@@ -130,7 +132,7 @@ def _apply_source(plan: Plan, log: ActionLog, source: SourceConfig, changes: lis
             result.skipped.extend(Skipped(c, SKIP_SETTLED) for c in again)
             changes = [c for c in changes if c.ref not in settled]
         for batch in TakeTurns().batches(changes, batch_size):
-            _apply_batch(log, writer, hasher, batch, result)
+            _apply_with_retries(log, writer, hasher, batch, result)
     finally:
         connector.close()
 
@@ -146,8 +148,31 @@ def _settle_source(log: ActionLog, source: SourceConfig, result: ApplyResult) ->
             connector.close()
 
 
+BUSY_RETRIES = 4          # further attempts of a batch the store was too busy for
+RETRY_BASE = 0.25         # seconds; attempt n waits RETRY_BASE * 2**n, jittered (x0.5..1.5)
+
+
+class _Busy(Exception):
+    """A batch met a busy store and may be tried again."""
+
+
+def _apply_with_retries(log: ActionLog, writer: SourceWriter, hasher: "RowHasher | None",
+                        batch: list[Change], result: ApplyResult, sleep=time.sleep) -> None:
+    """One batch, tried again with jittered backoff while the store is busy (a bot in
+    rollback-journal mode holding its lock): each attempt re-reads every row, so a retry
+    is as safe as the first try. The last attempt's failure is reported as skipped."""
+    for attempt in range(BUSY_RETRIES + 1):
+        mark = len(result.skipped)
+        try:
+            _apply_batch(log, writer, hasher, batch, result, retry=attempt < BUSY_RETRIES)
+            return
+        except _Busy:
+            del result.skipped[mark:]
+            sleep(RETRY_BASE * 2 ** attempt * random.uniform(0.5, 1.5))
+
+
 def _apply_batch(log: ActionLog, writer: SourceWriter, hasher: "RowHasher | None", batch: list[Change],
-                 result: ApplyResult) -> None:
+                 result: ApplyResult, retry: bool = False) -> None:
     done: list[tuple[Change, dict]] = []
     settled: set[int] = set()     # positions in batch already reported as skipped
     pending: list[int] = []
@@ -180,6 +205,8 @@ def _apply_batch(log: ActionLog, writer: SourceWriter, hasher: "RowHasher | None
     except (SourceBusy, ConnectorError) as exc:
         if pending:
             log.set_state(pending, FAILED, note=str(exc))
+        if retry and isinstance(exc, SourceLocked):
+            raise _Busy() from None
         for pos, change in enumerate(batch):
             if pos not in settled:
                 result.skipped.append(Skipped(change, str(exc)))
