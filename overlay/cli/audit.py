@@ -20,7 +20,7 @@ from memwatch_overlay.overlay.cli.options import (REPORT_FORMAT_CHOICES, as_of_o
 @overlay_option
 @threshold_options
 @pass_cli
-def audit(cli: CliContext, target, source_name, fmt, output_path, html_path, github,
+def audit(cli: CliContext, target, source_name, fmt, output_path, html_path, github, junit_failures,
           max_stale_ratio, max_stale, max_contradictions, min_avg_freshness):
     """Score every memory of TARGET (a SQLite/JSON/JSONL file, a LanceDB folder, a postgresql:// DSN,
     or a folder of stores: each recognised store its own source) once.
@@ -42,7 +42,7 @@ def audit(cli: CliContext, target, source_name, fmt, output_path, html_path, git
         for stat in result.stats:
             for w in stat.warnings[:5]:
                 cli.warn(f"warning: {stat.source}: {w}")
-        publish_result(cli, result, fmt, output_path, html_path, github)
+        publish_result(cli, result, fmt, output_path, html_path, github, junit_failures=junit_failures)
         gate_lines(cli, result, fmt, output_path)
         return gate_status(result)
     finally:
@@ -53,11 +53,12 @@ def gate_status(result) -> ExitStatus:
     return ExitStatus.OK if result.passed else ExitStatus.GATE_FAILED
 
 
-def publish_result(cli: CliContext, result, fmt, output_path, html_path, github, trend=None) -> None:
+def publish_result(cli: CliContext, result, fmt, output_path, html_path, github, trend=None,
+                   junit_failures: str = "gate") -> None:
     """The report in `fmt` on stdout (or --output), the side outputs, and a note per file written."""
     from memwatch_overlay.overlay.output.publish import Streams, publish
     notes = publish(result, fmt, Streams(cli.stdout, cli.stderr), output_path=output_path,
-                    html_path=html_path, github=github, trend=trend)
+                    html_path=html_path, github=github, trend=trend, junit_failures=junit_failures)
     for note in notes:
         cli.warn(note)
 

@@ -79,7 +79,10 @@ def output_option(default: str | None = None, help: str = "Write the report here
 
 
 def report_output_options(fn):
-    """--output, --html and --github/--no-github: where an audit result goes besides stdout."""
+    """--output, --html, --github/--no-github and --junit-failures: where an audit result goes, and how."""
+    fn = click.option("--junit-failures", type=click.Choice(["gate", "facts"]), default="gate", show_default=True,
+                      help="--format junit: what fails: only the gate's test case (as the exit code), or also "
+                           "each category holding stale, expired or contradicted facts.")(fn)
     fn = click.option("--github/--no-github", "github", default=True, show_default=True,
                       help="Under GitHub Actions (GITHUB_ACTIONS=true): annotations and a job summary.")(fn)
     fn = click.option("--html", "html_path", type=click.Path(dir_okay=False),

@@ -109,11 +109,18 @@ class AuditResult:
     def passed(self) -> bool:
         return not self.violations
 
+    @property
+    def gate(self) -> str:
+        """"none" when no threshold is configured (nothing to pass), else "passed" / "failed"."""
+        if not self.thresholds and not self.scoped_thresholds:
+            return "none"
+        return "passed" if self.passed else "failed"
+
     def by(self, group: str) -> dict[str, dict]:
         return self.store.summary(self.source_ids, group_by=group)
 
     def header(self) -> dict:
-        return {"version": REPORT_VERSION, "as_of": to_iso(self.as_of), "passed": self.passed,
+        return {"version": REPORT_VERSION, "as_of": to_iso(self.as_of), "passed": self.passed, "gate": self.gate,
                 "summary": self.summary, "thresholds": self.thresholds,
                 "violations": [v.message for v in self.violations],
                 **({"scoped_thresholds": self.scoped_thresholds} if self.scoped_thresholds else {}),

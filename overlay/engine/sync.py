@@ -57,7 +57,12 @@ def content_hash(rec: Record) -> str:
 
     blake2b over repr(part) + 0x1f for each part, as one string.
     """
-    data = (f"{rec.text!r}\x1f{rec.key!r}\x1f{rec.subject!r}\x1f{rec.category!r}\x1f{rec.created_at!r}\x1f"
+    return content_hash_as(rec, rec.category)
+
+
+def content_hash_as(rec: Record, category: str | None) -> str:
+    """content_hash(rec) with `category` in place of rec.category."""
+    data = (f"{rec.text!r}\x1f{rec.key!r}\x1f{rec.subject!r}\x1f{category!r}\x1f{rec.created_at!r}\x1f"
             f"{rec.updated_at!r}\x1f{rec.expires_at!r}\x1f{rec.status!r}\x1f")
     return _blake2b(data.encode("utf-8", "replace"), digest_size=12).hexdigest()
 
@@ -204,6 +209,13 @@ class SyncEngine:
             store = self.store
             guard = self.guard(store, source.name) if self.guard else contextlib.nullcontext()
             with store.transaction(), guard:
+                before = store.source_row(source.name)
+                fingerprint = self.fingerprint(source) if full else None
+                # A full read with the same configuration as the last full sync compares each
+                # record with its stored fact and writes only what changed (unchanged facts keep
+                # their row, scores and schedule; the audit's rescore moves them to `as_of`).
+                compare = (full and before is not None and before["last_full_sync"] is not None
+                           and before["config_hash"] == fingerprint)
                 source_id = store.ensure_source(source.name, source.connector, source.target,
                                                 source.preset)
                 sync_no = store.begin_sync(source_id)
@@ -211,12 +223,16 @@ class SyncEngine:
                 rows_before = connector.rows_read
                 touched, live_delta, replaced = self._ingest(
                     connector.read(cursor), source_id, sync_no, now, as_of, stats,
-                    track=not full, on_progress=on_progress, bulk=full)
+                    track=not full, on_progress=on_progress, bulk=full, compare=compare)
                 # A connector may answer an incremental read with everything (a rewritten
                 # JSON file): then it is a full read after all.
                 read_all = full or getattr(connector, "read_all", False)
                 if read_all:
-                    stats.deleted = store.mark_unseen_deleted(source_id, sync_no)
+                    stats.deleted = store.mark_unseen_deleted(
+                        source_id, sync_no, before["last_full_sync"] if before is not None else None,
+                        noted=compare)
+                if compare:
+                    store.end_unchanged()
                 self._rescore_pending(source_id, as_of)
                 stats.changed = self._count_changed(source_id, sync_no)
                 stats.contradictions = self._contradictions(source_id, sync_no, replaced, now, stats,
@@ -224,7 +240,7 @@ class SyncEngine:
                 stats.rows_read = connector.rows_read - rows_before
                 store.finish_sync(source_id, sync_no, connector.cursor, stats.rows_read,
                                   stats.changed + stats.deleted, now, full=full,
-                                  config_hash=self.fingerprint(source) if full else None,
+                                  config_hash=fingerprint,
                                   rows_seen_delta=None if read_all else live_delta)
         finally:
             if own:
@@ -298,47 +314,97 @@ class SyncEngine:
         return stats
 
     def _ingest(self, records, source_id: int, sync_no: int, now: float, as_of: float, stats: SyncStats,
-                track: bool, on_progress: Callable[[int], None] | None = None, bulk: bool = False):
+                track: bool, on_progress: Callable[[int], None] | None = None, bulk: bool = False,
+                compare: bool = False):
         """Upsert records in batches. With `track`, also return the touched fact ids and the
         change in live facts (index lookups per batch: O(batch), never a recount). With
-        `bulk`, a large load drops the read-only indexes and rebuilds them at the end."""
+        `bulk`, a large load drops the read-only indexes and rebuilds them at the end. With
+        `compare` (a full read, configuration unchanged), each page of records is compared
+        with the stored facts first (`_unchanged`): an unchanged record costs no write, only
+        a note of its id (mw_seen) for the deletion mark."""
         store = self.store
         touched: list[int] = []
         live_delta = 0
         replaced: list[tuple[str, str, str]] = []
         batch: list[FactRow] = []
+        page: list[Record] = []
         dropped: list[str] | None = None
+        written = 0
+        fact_row = self._row_builder(source_id, sync_no, now, as_of)
+        unchanged = self._unchanged_test() if compare else None
+        if compare:
+            store.begin_unchanged()
 
         def flush():
-            nonlocal live_delta, dropped
-            if bulk and dropped is None and stats.records >= BULK_MIN \
-                    and stats.records * 4 >= store.max_fact_id():
+            nonlocal live_delta, dropped, written
+            if unchanged is not None:
+                pks = [pk_json(rec.pk) for rec in page]
+                stored = store.stored_for_compare(source_id, pks)
+                seen = []
+                for rec, pk in zip(page, pks):
+                    old = stored.get(pk)
+                    if old is not None and unchanged(rec, old):
+                        seen.append(old[0])
+                    else:
+                        batch.append(fact_row(rec, pk))
+                if seen:
+                    store.note_unchanged(seen)
+            else:
+                batch.extend(map(fact_row, page))
+            written += len(batch)
+            if bulk and dropped is None and written >= BULK_MIN and written * 4 >= store.max_fact_id():
                 dropped = store.drop_bulk_indexes()
             if track:
                 pks = list(dict.fromkeys(row.pk for row in batch))
                 before = store.live_count_of(source_id, pks)
-            store.upsert_facts(batch)
+            if batch:
+                store.upsert_facts(batch)
             if track:
                 live_delta += store.live_count_of(source_id, pks) - before
                 touched.extend(store.ids_of(source_id, pks))
-            stats.records += len(batch)
+            stats.records += len(page)
+            page.clear()
             batch.clear()
             if on_progress:
                 on_progress(stats.records)
 
-        fact_row = self._row_builder(source_id, sync_no, now, as_of)
         for rec in records:
-            batch.append(fact_row(rec))
+            page.append(rec)
             if rec.replaced_by:
                 replaced.append((rec.ref, make_ref(rec.source, rec.table, rec.replaced_by),
                                  rec.replaced_note or "the source marks it replaced"))
-            if len(batch) >= BATCH:
+            if len(page) >= BATCH:
                 flush()
-        if batch:
+        if page:
             flush()
         if dropped:
             store.create_indexes(dropped)
         return touched, live_delta, replaced
+
+    def _unchanged_test(self) -> Callable[[Record, tuple], bool]:
+        """unchanged(rec, stored) -> True when upserting `rec` would leave its stored fact
+        (a tuple of the store's UNCHANGED_COLUMNS) as it is, apart from what a sync stamps
+        (seen_sync, last_seen) and what the sync recomputes anyway (contradicted status, scores
+        at a new as_of). Only valid when the configuration is the one the facts were
+        categorised and scored with (the source's fingerprint): a record without a category
+        of its own then gets the category it got before."""
+        categorize = self.categorizer.categorize
+
+        def unchanged(rec: Record, old: tuple) -> bool:
+            _, tbl, subject, key, text, category, created, updated, accessed, count, expires, status, digest = old
+            if not (text == rec.text and key == rec.key and subject == rec.subject and created == rec.created_at
+                    and updated == rec.updated_at and expires == rec.expires_at and accessed == rec.accessed_at
+                    and count == rec.access_count and tbl == rec.table):
+                return False
+            if rec.category and categorize(rec.source, rec.key, rec.text, rec.category) != category:
+                return False
+            if status == rec.status:
+                return True
+            # a forgotten fact stays forgotten, and a contradicted one is judged again, when the
+            # record is the one they were stored from (its status is in the content hash)
+            return status in ("forgotten", "contradicted") and content_hash_as(rec, category) == digest
+
+        return unchanged
 
     def _count_changed(self, source_id: int, sync_no: int) -> int:
         return self.store.count_changed(source_id, sync_no)
@@ -355,7 +421,7 @@ class SyncEngine:
         policies: dict[str, CategoryPolicy] = {}
         ahead = as_of > now + 1.0          # next_change_at(): due again at once
 
-        def fact_row(rec: Record) -> FactRow:
+        def fact_row(rec: Record, pk_text: str | None = None) -> FactRow:
             category = categorize(rec.source, rec.key, rec.text, rec.category)
             rec.category = category
             policy = policies.get(category)
@@ -372,7 +438,7 @@ class SyncEngine:
             else:
                 nxt = 0.0 if ahead else as_of + change_days * DAY
             return FactRow(
-                source_id=source_id, tbl=rec.table, pk=pk_json(pk), ref=make_ref(rec.source, rec.table, pk),
+                source_id=source_id, tbl=rec.table, pk=pk_text or pk_json(pk), ref=make_ref(rec.source, rec.table, pk),
                 subject=rec.subject, key=rec.key, text=rec.text, category=category, created_at=created,
                 updated_at=updated, accessed_at=rec.accessed_at, access_count=rec.access_count,
                 expires_at=rec.expires_at, content_hash=content_hash(rec), first_seen=now, last_seen=now,

@@ -106,3 +106,23 @@ def render_catalog(data: dict, console: Console) -> None:
     for p in data["presets"]:
         table.add_row(p["name"], p["kind"], p["description"], p["origin"], "ok" if p["available"] else p["note"])
     console.print(table)
+
+
+def render_compact(memories, console: Console) -> None:
+    """`report --compact`: memwatch's own layout for the facts added through the API."""
+    from memwatch_overlay.overlay.output.tables import LABEL_STYLES
+    if not memories:
+        console.print("no facts added with `add` (or the Python API) in this overlay")
+        return
+    table = Table(header_style="bold")
+    table.add_column("KEY", no_wrap=True)
+    table.add_column("VALUE", overflow="fold")
+    table.add_column("SCORE", justify="right", no_wrap=True)
+    table.add_column("LABEL", no_wrap=True)
+    table.add_column("DAYS LEFT", justify="right", no_wrap=True)
+    for m in memories:
+        style = LABEL_STYLES.get(m.label, "")
+        left = "never" if m.days_left is None else f"{m.days_left:,.0f}"
+        key = m.key if not m.subject else f"{m.subject}/{m.key}"
+        table.add_row(key or m.ref, m.value, f"{m.freshness:.2f}", f"[{style}]{m.label}[/]", left)
+    console.print(table)

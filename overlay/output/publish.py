@@ -86,7 +86,8 @@ def annotation_stream(fmt: str | None, output_path: str | None, streams: Streams
 
 
 def publish(result, fmt: str | None, streams: Streams, *, output_path: str | None = None,
-            html_path: str | None = None, github: bool = True, trend: dict | None = None) -> list[str]:
+            html_path: str | None = None, github: bool = True, trend: dict | None = None,
+            junit_failures: str = "gate") -> list[str]:
     """Write `result` as `fmt` (None: no main report) to `output_path` or stdout, plus the
     side outputs; return notes for the user (files written)."""
     if fmt is not None and fmt not in FORMATS:
@@ -99,14 +100,15 @@ def publish(result, fmt: str | None, streams: Streams, *, output_path: str | Non
             out = _open(output_path, opened, "--output")
             notes.append(f"wrote {fmt} report to {output_path}")
         if fmt == "table":
+            # no_color None: rich follows NO_COLOR and the terminal; a file gets no colour
             output.render_table(result, Console(file=out, width=None if not output_path else 160,
-                                                no_color=bool(output_path)))
+                                                no_color=True if output_path else None))
         elif fmt == "json":
             output.write_json(result, out)
 
         outputs = []
         if fmt in RENDERERS:
-            outputs.append((fmt, out, {}))
+            outputs.append((fmt, out, {"failures": junit_failures} if fmt == "junit" else {}))
         if html_path:
             outputs.append(("html", _open(html_path, opened, "--html"), {}))
             notes.append(f"wrote HTML report to {html_path}")

@@ -79,6 +79,8 @@ def render_table(result, console: Console, limit: int = MAX_TABLE_ROWS) -> None:
     if result.thresholds:
         verdict = "[green]gate passed[/]" if result.passed else "[red]gate FAILED[/]"
         lines.append(verdict + "  " + ", ".join(f"{k}={v}" for k, v in result.thresholds.items()))
+    elif getattr(result, "gate", None) == "none":
+        lines.append("[dim]no gate configured[/] (set \\[ci] thresholds in memwatch.toml or --max-stale-ratio)")
     console.print(Panel("\n".join(lines), title="memwatch-overlay audit", expand=False))
     for v in result.violations:
         console.print(f"[red]✗ {v.message}[/]")

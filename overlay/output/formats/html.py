@@ -38,7 +38,7 @@ body{font-family:"DejaVu Sans",Arial,sans-serif;margin:24px;color:#1d2330;backgr
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #d6dbe3}
 .meta{color:#5b6473;font-size:13px}
 .gate{display:inline-block;padding:3px 10px;border-radius:4px;color:#fff;font-weight:bold}
-.gate.passed{background:#27ae60}.gate.failed{background:#c0392b}.gate.unknown{background:#7f8c8d}
+.gate.passed{background:#27ae60}.gate.failed{background:#c0392b}.gate.unknown,.gate.none{background:#7f8c8d}
 .cards{display:flex;flex-wrap:wrap;gap:10px;margin:14px 0}
 .card{background:#fff;border:1px solid #d6dbe3;border-radius:6px;padding:10px 14px;min-width:92px}
 .card .num{display:block;font-size:24px;font-weight:bold}.card .lbl{font-size:12px;color:#5b6473}
@@ -98,6 +98,8 @@ def _header(report: Mapping) -> str:
     passed = report.get("passed")
     cls, text = {True: ("passed", "gate passed"), False: ("failed", "gate failed")}.get(
         passed, ("unknown", "gate not evaluated"))
+    if report.get("gate") == "none":
+        cls, text = "none", "no gate configured"
     as_of = escape(str(report.get("as_of") or ""))
     return (f'<h1>memwatch-overlay report</h1><p class="meta">as of '
             f'<span id="as-of">{as_of}</span> &middot; '
