@@ -225,6 +225,7 @@ class PostgresConnector(TableConnector):
         self._tables: list[TableInfo] | None = None
         self._details: dict[str, dict] = {}
         self._column_types: dict[str, int] | None = None
+        self._privilege_note: str | None = None   # a privileged role, told with the first read
 
     # -- lifecycle ---------------------------------------------------------------------
     def open(self) -> None:
@@ -239,9 +240,9 @@ class PostgresConnector(TableConnector):
             raise ConnectorError(f"source {self.source.name!r}: `{key}` does not apply to a postgres source")
         self.dsn = dsn
         self.conn = connect(dsn, self.source.timeout_seconds)
+        # told with the first read (a sync counts the warnings its reads add)
         problem = privilege_warning(self.conn)
-        if problem:
-            self.warn(f"{self.shown}: {problem}")
+        self._privilege_note = f"{self.shown}: {problem}" if problem else None
 
     def close(self) -> None:
         if self.conn is not None:
@@ -402,6 +403,9 @@ class PostgresConnector(TableConnector):
 
     def read(self, cursor: dict | None = None) -> Iterator[Record]:
         self._ensure_connected()
+        if self._privilege_note:
+            self.warn(self._privilege_note)
+            self._privilege_note = None
         columns = self.query_columns()
         mapping = self.mapping(columns)
         pks = self._key_columns(columns)

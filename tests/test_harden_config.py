@@ -106,3 +106,12 @@ def test_postgres_sql_with_pure_functions_is_accepted_at_load(tmp_path):
         "where": "lower(text) LIKE '%a%' AND coalesce(updated_at, created_at) > now() - interval '1 day' "
                  "AND (value->>'kind') = 'fact' AND jsonb_typeof(value) = 'object'"}]})
     assert cfg.sources[0].where
+
+
+def test_zero_config_name_of_a_file_with_a_colon_has_none(tmp_path):
+    import json
+    make_store(tmp_path / "a:b.db", n=3)
+    proc = run("audit", "a:b.db", "--overlay", "o.db", "--format", "json", "--as-of", AS_OF, cwd=tmp_path)
+    assert proc.returncode in (0, 1), proc.stderr
+    refs = [f["ref"] for f in json.loads(proc.stdout)["facts"]]
+    assert refs and all(r.startswith("a-b:memories:") and r.count(":") == 2 for r in refs), refs

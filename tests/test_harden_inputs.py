@@ -174,3 +174,33 @@ def test_hostile_json_document_as_configured_source(tmp_path):
     config(tmp_path, jsonl_source(path="notes.json"))
     proc = run("audit", "--config", "memwatch.toml", cwd=tmp_path)
     assert_clean_error(proc, "notes.json")
+
+
+# -- 10. the rest of the choke point's cases ------------------------------------------------
+
+def test_undo_with_a_23_digit_id_is_one_line_exit_2(tmp_path):
+    make_store(tmp_path / "bot.db", n=3)
+    config(tmp_path, sqlite_source())
+    proc = run("undo", "12345678901234567890123", "--config", "memwatch.toml", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "12345678901234567890123" in proc.stderr and "unexpected" not in proc.stderr
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 600 KiB tmpfs (needs root and mount; the attack ran as root too)."""
+    import subprocess
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(mnt)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (not root)")
+    yield mnt
+    subprocess.run(["umount", str(mnt)], capture_output=True)
+
+
+def test_overlay_on_a_full_disk_is_one_line_exit_2(tmp_path, tiny_disk):
+    make_store(tmp_path / "big.db", n=2000)
+    for _ in range(2):       # the second run meets the half-written overlay the first left
+        proc = run("audit", "big.db", "--overlay", tiny_disk / "o.db", "--format", "json", cwd=tmp_path)
+        assert_clean_error(proc, "disk holding the overlay is full")

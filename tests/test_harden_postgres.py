@@ -126,3 +126,10 @@ def test_a_killed_client_leaves_no_backend_running(facts_db, tmp_path):
     while our_backends(facts_db) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert our_backends(facts_db) == 0
+
+
+def test_the_daemon_warns_about_a_privileged_role_too(facts_db, tmp_path):
+    source_toml(tmp_path, facts_db)
+    proc = run("daemon", "--once", "--config", "memwatch.toml", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "WARNING: this role is a superuser" in proc.stderr

@@ -81,6 +81,7 @@ def _zero_config_name(target: str, overlay: OverlayStore | None, det=None) -> st
         name = target.rsplit("/", 1)[-1].split("?")[0] or "postgres"
     else:
         name = Path(target).stem
+    name = name.replace(":", "-")      # ':' separates a ref's parts (source:table:pk)
     identity = redact_dsn(target) if is_dsn else str(Path(target).resolve())
     if overlay is not None:
         row = overlay.source_row(name)

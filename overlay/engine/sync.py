@@ -202,9 +202,9 @@ class SyncEngine:
         own = connector is None
         connector = connector or make_connector(source)
         stats = SyncStats(source.name, full=full)
-        warned = len(connector.warnings)      # before open(): its warnings (a privileged role) count
         if own:
             connector.open()
+        warned = len(connector.warnings)
         try:
             store = self.store
             guard = self.guard(store, source.name) if self.guard else contextlib.nullcontext()
@@ -276,9 +276,9 @@ class SyncEngine:
         own = connector is None
         connector = connector or make_connector(source)
         stats = SyncStats(source.name)
-        warned = len(connector.warnings)      # before open(): its warnings (a privileged role) count
         if own:
             connector.open()
+        warned = len(connector.warnings)
         try:
             guard = self.guard(store, source.name) if self.guard else contextlib.nullcontext()
             with store.transaction(), guard:
@@ -294,8 +294,11 @@ class SyncEngine:
                 replaced: list = []
                 sync_no = store.begin_sync(source_id)
                 if missing:
-                    touched, _, replaced = self._ingest(connector.fetch(json.loads(m) for m in missing),
-                                                        source_id, sync_no, now, as_of, stats, track=True)
+                    fetched = _Counted(connector.fetch(json.loads(m) for m in missing))
+                    touched, _, replaced = self._ingest(fetched, source_id, sync_no, now, as_of, stats, track=True)
+                    # true misses only: keys of rows that give no record (an empty text) are
+                    # "missing" on every pass and are not news
+                    stats.missing = fetched.count
                     self._rescore_pending(source_id, as_of)
                     stats.changed = self._count_changed(source_id, sync_no)
                     store.set_sync_count(source_id, sync_no)
@@ -497,6 +500,22 @@ class SyncEngine:
             ids = set(touched) | set(changed) | partners | affected
             store.apply_contradiction_status(fact_ids=sorted(ids | store.older_partners(ids)))
         return found
+
+
+class _Counted:
+    """An iterator that counts what it hands out."""
+
+    def __init__(self, items):
+        self._items = iter(items)
+        self.count = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        item = next(self._items)
+        self.count += 1
+        return item
 
 
 def _latest(*times: float | None) -> float | None:
