@@ -119,16 +119,22 @@ class FactsRepo(RepoBase):
     # facts: ~18 s of a ~30 s first sync); a bulk load drops them and builds them again
     # by sorting, inside the same transaction (a crash rolls the drop back too).
     BULK_INDEXES = ("facts_block", "facts_next_change")
+    # A load into an overlay without any fact yet also drops the indexes nothing reads while
+    # it runs (by ref, by changed sync, gc's): built after the load, by sorting, they cost a
+    # fraction of what keeping them up to date row by row does. The (source_id, pk) key the
+    # upsert's conflict check uses stays.
+    FRESH_INDEXES = BULK_INDEXES + ("facts_ref", "facts_changed", "facts_gc")
 
-    def drop_bulk_indexes(self) -> list[str]:
-        """Drop BULK_INDEXES (inside a transaction); returns the SQL that recreates them.
+    def drop_bulk_indexes(self, names: tuple[str, ...] | None = None) -> list[str]:
+        """Drop BULK_INDEXES (or `names`; inside a transaction); returns the SQL that recreates them.
 
         Not on Postgres: DROP INDEX locks `facts` for every other daemon sharing the overlay."""
         if self.dialect == "postgres":
             return []
+        names = self.BULK_INDEXES if names is None else names
         rows = self.conn.execute(
             f"SELECT name, sql FROM sqlite_master WHERE type = 'index' AND name IN "
-            f"({placeholders(len(self.BULK_INDEXES))})", self.BULK_INDEXES).fetchall()
+            f"({placeholders(len(names))})", names).fetchall()
         for name, _ in rows:
             self.conn.execute(f'DROP INDEX "{name}"')
         return [sql for _, sql in rows]
