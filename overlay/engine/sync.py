@@ -94,7 +94,8 @@ class SyncEngine:
                  detector_factory: Callable[[], object] | None = None):
         self.store = store
         self.config = config
-        self.categorizer = Categorizer(config.rules, known=set(config.categories), aliases=config.category_aliases)
+        self.categorizer = Categorizer(config.rules, known=set(config.categories), aliases=config.category_aliases,
+                                       max_text_chars=config.max_text_chars)
         self.detector = detector
         # detector_factory() -> the detector, made by the first sync that changed a live fact
         # (compiling the slot pack costs seconds; a re-audit of an unchanged store needs none)
@@ -229,6 +230,8 @@ class SyncEngine:
                 touched, live_delta, replaced = self._ingest(
                     connector.read(cursor), source_id, sync_no, now, as_of, stats,
                     track=not full, on_progress=on_progress, bulk=full, compare=compare)
+                if on_progress:
+                    on_progress(stats.records, phase="scoring and detecting contradictions")
                 # A connector may answer an incremental read with everything (a rewritten
                 # JSON file): then it is a full read after all.
                 read_all = full or getattr(connector, "read_all", False)
@@ -241,7 +244,8 @@ class SyncEngine:
                 self._rescore_pending(source_id, as_of)
                 stats.changed = self._count_changed(source_id, sync_no)
                 stats.contradictions = self._contradictions(source_id, sync_no, replaced, now, stats,
-                                                            None if read_all else touched)
+                                                            None if read_all else touched,
+                                                            space=self.subject_space(source, source_id))
                 stats.rows_read = connector.rows_read - rows_before
                 store.finish_sync(source_id, sync_no, connector.cursor, stats.rows_read,
                                   stats.changed + stats.deleted, now, full=full,
@@ -254,6 +258,9 @@ class SyncEngine:
         unknown = self.categorizer.take_unknown()
         if unknown:
             stats.warnings.append(unknown_categories_warning(unknown))
+        truncated = self.categorizer.take_truncated()
+        if truncated:
+            stats.warnings.append(truncated)
         stats.seconds = time.monotonic() - started
         return stats
 
@@ -293,13 +300,17 @@ class SyncEngine:
                 replaced: list = []
                 sync_no = store.begin_sync(source_id)
                 if missing:
-                    touched, _, replaced = self._ingest(connector.fetch(json.loads(m) for m in missing),
-                                                        source_id, sync_no, now, as_of, stats, track=True)
+                    fetched = _Counted(connector.fetch(json.loads(m) for m in missing))
+                    touched, _, replaced = self._ingest(fetched, source_id, sync_no, now, as_of, stats, track=True)
+                    # true misses only: keys of rows that give no record (an empty text) are
+                    # "missing" on every pass and are not news
+                    stats.missing = fetched.count
                     self._rescore_pending(source_id, as_of)
                     stats.changed = self._count_changed(source_id, sync_no)
                     store.set_sync_count(source_id, sync_no)
                 stats.contradictions = self._contradictions(source_id, sync_no, replaced, now, stats,
-                                                            touched + deleted)
+                                                            touched + deleted, deleted,
+                                                            space=self.subject_space(source, source_id))
                 stats.rows_read = connector.rows_read - rows_before
                 store.finish_deletion_scan(source_id, stats.keys_read, now)
                 if stats.deleted or stats.changed:
@@ -467,10 +478,27 @@ class SyncEngine:
 
         return fact_row
 
+    def subject_space(self, source: SourceConfig, source_id: int) -> list[int]:
+        """Ids of the sources whose facts share subjects with this one: the source itself,
+        and the config's sources naming the same `subject_space` (facts of two stores are
+        never compared otherwise: "u1" in one store need not be "u1" in another)."""
+        ids = [source_id]
+        if not source.subject_space:
+            return ids
+        for s in self.config.sources:
+            if s.subject_space == source.subject_space and s.name != source.name:
+                other = self.store.source_row(s.name)
+                if other is not None:
+                    ids.append(other["id"])
+        return ids
+
     def _contradictions(self, source_id: int, sync_no: int, replaced, now: float, stats: SyncStats,
-                        touched: list[int] | None = None) -> int:
+                        touched: list[int] | None = None, deleted: list[int] | tuple = (),
+                        space: list[int] | None = None) -> int:
         """Judge changed facts again. `touched` (incremental) limits the status update to the
-        facts this sync wrote or deleted and the facts they contradict; None recomputes all."""
+        facts this sync wrote or deleted and the facts they contradict; None recomputes all.
+        `deleted`: facts this sync found deleted (their blocks are walked again); `space`:
+        the sources sharing this one's subjects (`subject_space`)."""
         store = self.store
         changed = store.changed_ids(source_id, sync_no)
         had_any = store.has_contradictions()
@@ -486,18 +514,37 @@ class SyncEngine:
         if self.detector is None and self.detector_factory is not None \
                 and store.count_changed(source_id, sync_no, live_only=True):
             self.detector, self.detector_factory = self.detector_factory(), None
+        affected: set[int] = set()
         if self.detector is not None:
             from memwatch_overlay.overlay.detect.blocks import detect_changed
-            found += detect_changed(store, self.detector, source_id, sync_no, now, stats)
+            found += detect_changed(store, self.detector, source_id, sync_no, now, stats,
+                                    space=space, also=deleted,
+                                    affected=affected)
         if touched is None:
             if store.has_contradictions():
                 store.apply_contradiction_status()
             else:   # nothing contradicts anything: only stale flags need clearing (no rewrite of every fact)
                 store.clear_contradicted_status()
         else:
-            ids = set(touched) | set(changed) | partners
+            ids = set(touched) | set(changed) | partners | affected
             store.apply_contradiction_status(fact_ids=sorted(ids | store.older_partners(ids)))
         return found
+
+
+class _Counted:
+    """An iterator that counts what it hands out."""
+
+    def __init__(self, items):
+        self._items = iter(items)
+        self.count = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        item = next(self._items)
+        self.count += 1
+        return item
 
 
 class _PageWriter:

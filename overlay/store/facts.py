@@ -206,12 +206,6 @@ class FactsRepo(RepoBase):
         return [r[0] for r in self.conn.execute(
             "SELECT id FROM facts WHERE source_id = ? AND changed_sync = ?", (source_id, sync_no))]
 
-    def changed_live_blocks(self, source_id: int, sync_no: int) -> list[sqlite3.Row]:
-        """(id, subject, category) of the live facts sync `sync_no` changed."""
-        return self.conn.execute(
-            f"SELECT id, subject, category FROM facts WHERE source_id = ? AND changed_sync = ? AND {LIVE}",
-            (source_id, sync_no)).fetchall()
-
     def count_live(self, source_id: int) -> int:
         return self.conn.execute(f"SELECT count(*) FROM facts WHERE source_id = ? AND {LIVE}",
                                  (source_id,)).fetchone()[0]
@@ -292,20 +286,36 @@ class FactsRepo(RepoBase):
             out += self.conn.execute(f"{FACT_SELECT} WHERE f.id IN ({placeholders(len(chunk))})", chunk).fetchall()
         return out
 
-    def block(self, subject: str | None, category: str, exclude_id: int | None = None) -> list[sqlite3.Row]:
-        """Live facts of one subject and category: the only ones a new fact is compared with."""
-        return self.conn.execute(
-            f"SELECT * FROM facts WHERE subject IS ? AND category = ? AND {LIVE} AND id IS NOT ?",
-            (subject, category, exclude_id)).fetchall()
+    def changed_subjects(self, source_id: int, sync_no: int, also: list[int] | None = None) -> set:
+        """Subjects of the facts sync `sync_no` changed (live or not), and of the facts `also`."""
+        out = {r[0] for r in self.conn.execute(
+            "SELECT DISTINCT subject FROM facts WHERE source_id = ? AND changed_sync = ?", (source_id, sync_no))}
+        ids = list(also or [])
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            out.update(r[0] for r in self.conn.execute(
+                f"SELECT DISTINCT subject FROM facts WHERE id IN ({placeholders(len(chunk))})", chunk))
+        return out
 
-    def iter_blocks_scan(self, source_id: int, sync_no: int) -> Iterator:
-        """Every live fact in block order (subject, category, id), each flagged `mw_changed`
-        when this sync changed it; streamed (a server-side cursor on Postgres)."""
-        sql = (f"SELECT *, (source_id = ? AND changed_sync = ?) AS mw_changed FROM facts WHERE {LIVE} "
-               "ORDER BY subject, category, id")
+    def subject_block(self, subject: str | None, source_ids: list[int]) -> list[sqlite3.Row]:
+        """Live facts of one subject in these sources (one subject space): one detection block."""
+        return self.conn.execute(
+            f"SELECT * FROM facts WHERE subject IS ? AND source_id IN ({placeholders(len(source_ids))}) "
+            f"AND {LIVE} ORDER BY id", (subject, *source_ids)).fetchall()
+
+    def iter_subject_scan(self, source_ids: list[int]) -> Iterator:
+        """Every live fact of these sources in subject order (facts_block index), streamed
+        (a server-side cursor on Postgres): detection blocks one after the other."""
+        sql = (f"SELECT * FROM facts WHERE {LIVE} AND source_id IN ({placeholders(len(source_ids))}) "
+               "ORDER BY subject, id")
         if self.dialect == "postgres":
-            return self.conn.stream(sql, (source_id, sync_no))
-        return self.conn.execute(sql, (source_id, sync_no))
+            return self.conn.stream(sql, tuple(source_ids))
+        return self.conn.execute(sql, tuple(source_ids))
+
+    def live_subjects(self, limit: int = 2) -> list[str | None]:
+        """Up to `limit` distinct subjects of live facts (is there more than one user?)."""
+        rows = self.conn.execute(f"SELECT DISTINCT subject FROM facts WHERE {LIVE} LIMIT ?", (limit,)).fetchall()
+        return [r[0] for r in rows]
 
     def live_facts_in(self, categories: list[str], subject: str | None = None) -> list[sqlite3.Row]:
         """Live facts (with `source_name`) of these categories, of one subject when given; id order."""
