@@ -512,7 +512,7 @@ class SyncEngine:
                 store.add_contradiction(older, newer, "value", 1.0, note, None, now)
                 found += 1
         if self.detector is None and self.detector_factory is not None \
-                and store.count_changed(source_id, sync_no, live_only=True):
+                and (deleted or store.count_changed(source_id, sync_no, live_only=True)):
             self.detector, self.detector_factory = self.detector_factory(), None
         affected: set[int] = set()
         if self.detector is not None:
