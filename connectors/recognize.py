@@ -8,7 +8,7 @@ from pathlib import Path
 from memwatch_overlay.core.errors import ConnectorError
 from memwatch_overlay.core.redact import redact_dsn
 from memwatch_overlay.rules.config import SourceConfig
-from memwatch_overlay.connectors.base import TableInfo
+from memwatch_overlay.connectors.base import TableInfo, require_readable_file
 from memwatch_overlay.connectors.presets import Match
 from memwatch_overlay.connectors.lancedb import describe_folder, is_lance_table, lance_tables
 from memwatch_overlay.connectors.presets.generic import (CREATED_NAMES, TEXT_NAMES, UPDATED_NAMES, _pick,
@@ -35,8 +35,7 @@ def kind_of(target: str) -> str:
     if target.startswith(("postgresql://", "postgres://")):
         return "postgres"
     path = Path(target)
-    if not path.exists():
-        raise ConnectorError(f"{target}: no such file")
+    require_readable_file(path)
     if path.is_dir():
         if is_lance_table(path) or lance_tables(path):
             return "lancedb"

@@ -46,6 +46,7 @@ class ContradictionKind(StrEnum):
 
     VALUE = "value"
     CUE = "cue"
+    LEARNED = "learned"             # the pair model (overlay/detect/learned.py)
     SEMANTIC = "semantic"
     JUDGE = "judge"
 

@@ -34,12 +34,13 @@ def report(cli: CliContext, source_name, fmt, output_path, html_path, github, ju
     (table or json). Exit 1 when a threshold is exceeded (not with --trend alone).
     """
     from memwatch_overlay.overlay.output.trend import report_trend
+    # option combinations first: a usage error is reported the same with or without an overlay
+    if compact and (fmt not in (None, "table") or trend or html_path or output_path):
+        raise click.BadParameter("--compact prints a table on stdout only", param_hint="--compact")
     if trend and fmt not in (None, "table", "json"):
         raise click.BadParameter("--trend prints table or json", param_hint="--format")
     cli.require_overlay()
     if compact:
-        if fmt not in (None, "table") or trend or html_path or output_path:
-            raise click.BadParameter("--compact prints a table on stdout only", param_hint="--compact")
         from memwatch_overlay.overlay.output.listings import render_compact
         with cli.memwatch() as mw:
             render_compact(mw.report(), cli.console())
@@ -48,8 +49,6 @@ def report(cli: CliContext, source_name, fmt, output_path, html_path, github, ju
     history = report_trend(config, cli.overlay_path, runs, source_name) if (trend or html_path) else None
     if trend:
         assert history is not None
-        if fmt not in (None, "table", "json"):
-            raise click.BadParameter("--trend prints table or json", param_hint="--format")
         _print_trend(cli, history, fmt or "table", output_path)
         if not html_path:
             return None
