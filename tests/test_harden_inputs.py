@@ -204,3 +204,12 @@ def test_overlay_on_a_full_disk_is_one_line_exit_2(tmp_path, tiny_disk):
     for _ in range(2):       # the second run meets the half-written overlay the first left
         proc = run("audit", "big.db", "--overlay", tiny_disk / "o.db", "--format", "json", cwd=tmp_path)
         assert_clean_error(proc, "disk holding the overlay is full")
+
+
+def test_report_trend_to_an_unwritable_path_is_exit_2_not_the_gate_code(tmp_path):
+    make_store(tmp_path / "bot.db", n=3)
+    config(tmp_path, sqlite_source())
+    assert run("audit", "--config", "memwatch.toml", "--as-of", AS_OF, cwd=tmp_path).returncode in (0, 1)
+    (tmp_path / "afile").write_text("")
+    proc = run("report", "--trend", "--config", "memwatch.toml", "--output", "afile/x.json", cwd=tmp_path)
+    assert_clean_error(proc, "afile/x.json")
