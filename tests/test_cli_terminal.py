@@ -101,3 +101,38 @@ def test_junit_failures_are_the_gates_unless_asked_per_fact(store, tmp_path):
     assert failing.returncode == 1 and root.get("failures") == "1"
     per_fact = run(*args, "--junit-failures", "facts", cwd=tmp_path)
     assert per_fact.returncode == 0 and int(ET.fromstring(per_fact.stdout).get("failures")) > 1
+
+
+def big_table(path, n=5000):
+    import sqlite3
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, user_id TEXT, content TEXT, created_at TEXT)")
+        conn.executemany("INSERT INTO notes VALUES (?, ?, ?, ?)",
+                         [(i, f"u{i % 50}", f"note {i} about the weather", "2026-01-01T00:00:00Z")
+                          for i in range(n)])
+    return path
+
+
+def test_progress_shows_total_percentage_and_phases_on_a_terminal_only(tmp_path):
+    db = big_table(tmp_path / "big.db")
+    args = ["audit", db, "--overlay", tmp_path / "o.db", "--as-of", AS_OF, "--format", "json",
+            "--output", tmp_path / "r.json"]
+    code, drawn = run_in_pty(args, tmp_path, env={"MEMWATCH_PROGRESS_DELAY": "0"}, columns=120)
+    assert code == 0, drawn
+    assert "of 5,000 records" in drawn and "%)" in drawn            # SQLite count(*) as the total
+    assert "scoring and detecting contradictions" in drawn and "writing report" in drawn
+    # not a terminal (a CI log): nothing but the note on stderr
+    proc = run(*args, cwd=tmp_path, MEMWATCH_PROGRESS_DELAY="0")
+    assert proc.returncode == 0 and "records" not in proc.stderr and "\x1b" not in proc.stderr
+
+
+def test_the_size_estimate_of_sqlite_and_json_lines(tmp_path):
+    from memwatch_overlay.connectors.estimate import estimate
+    from memwatch_overlay.rules.config import SourceConfig
+    db = big_table(tmp_path / "big.db", 1234)
+    est = estimate(SourceConfig(name="b", connector="sqlite", path=str(db), table="notes"))
+    assert est.records == 1234 and est.exact
+    lines = tmp_path / "m.jsonl"
+    lines.write_text("".join(json.dumps({"id": i, "text": "x" * (i % 40)}) + "\n" for i in range(20000)))
+    est = estimate(SourceConfig(name="j", connector="json", path=str(lines)))
+    assert not est.exact and abs(est.records - 20000) < 2000 and est.size_bytes == lines.stat().st_size

@@ -220,3 +220,36 @@ def test_a_postgres_overlay_compares_the_same_way(tmp_path, pg_database):
     assert stats.deleted == 1 and sum(after[i] != before[i] for i in before) == 1
     run_audit(store, lite, cfg)
     assert facts(url) == facts(lite)
+
+
+def test_the_default_detector_is_made_only_when_a_sync_changed_something(tmp_path, monkeypatch):
+    """Compiling the shipped slot pack costs seconds: a re-audit of an unchanged store makes no
+    detector, and a changed fact still gets compared (the contradiction it makes is found)."""
+    from memwatch_overlay.overlay.detect import blocks
+
+    made = []
+    real = blocks.make_detector
+
+    def counting(cfg):
+        made.append(cfg)
+        return real(cfg)
+
+    monkeypatch.setattr(blocks, "make_detector", counting)
+    store, overlay = tmp_path / "bot.db", tmp_path / "overlay.db"
+    conn = sqlite3.connect(store)
+    conn.execute("CREATE TABLE memories (id INTEGER PRIMARY KEY, user_id TEXT, fact TEXT, created_at TEXT)")
+    conn.executemany("INSERT INTO memories VALUES (?, ?, ?, ?)",
+                     [(1, "ann", "I live in Paris", "2026-01-01 00:00:00"),
+                      (2, "bob", "I work at Acme", "2026-01-01 00:00:00")])
+    conn.commit()
+    conn.close()
+    cfg = parse_config({"sources": [{"name": "bot", "connector": "sqlite", "path": str(store),
+                                     "table": "memories", "id": "id", "text": "fact", "subject": "user_id",
+                                     "created_at": "created_at"}]})
+    first, _ = run_audit(store, overlay, cfg)
+    assert len(made) == 1 and first["contradicted"] == 0
+    again, _ = run_audit(store, overlay, cfg)
+    assert len(made) == 1 and again == first
+    source_sql(store, "INSERT INTO memories VALUES (3, 'ann', 'I live in Berlin', '2026-06-01 00:00:00')")
+    third, _ = run_audit(store, overlay, cfg)
+    assert len(made) == 2 and third["contradicted"] == 1

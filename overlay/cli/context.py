@@ -44,6 +44,7 @@ class CliContext:
     config_path: str | None = None
     overlay_path: str | None = None
     as_of_text: str | None = None
+    quiet: bool = False             # -q: nothing on stderr but errors (no notes, warnings, progress)
     clock: Callable[[], float] = time.time
     _config: Config | None = field(default=None, repr=False)
     _closers: list = field(default_factory=list, repr=False)
@@ -128,8 +129,9 @@ class CliContext:
         click.echo(text)
 
     def warn(self, text: str) -> None:
-        """A line on stderr (notes, warnings, gate lines)."""
-        click.echo(text, err=True)
+        """A line on stderr (notes, warnings, gate lines); nothing with -q."""
+        if not self.quiet:
+            click.echo(text, err=True)
 
     def print_json(self, data, **kwargs) -> None:
         import json

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from memwatch_overlay.overlay.cli.audit import gate_lines, gate_status, publish_result
+from memwatch_overlay.overlay.cli.audit import check_summary_only, gate_lines, gate_status, publish_result
 from memwatch_overlay.overlay.cli.context import CliContext, pass_cli
 from memwatch_overlay.overlay.cli.options import (REPORT_FORMAT_CHOICES, as_of_option, config_option,
                                                   format_option, overlay_option, report_output_options,
@@ -25,7 +25,8 @@ from memwatch_overlay.overlay.cli.options import (REPORT_FORMAT_CHOICES, as_of_o
               help="How many audit runs --trend (and the HTML trend chart) cover.")
 @threshold_options
 @pass_cli
-def report(cli: CliContext, source_name, fmt, output_path, html_path, github, junit_failures, trend, compact,
+def report(cli: CliContext, source_name, fmt, output_path, html_path, github, junit_failures, summary_only,
+           trend, compact,
            runs, max_stale_ratio, max_stale, max_contradictions, min_avg_freshness):
     """Print the overlay's current state without reading any source.
 
@@ -33,10 +34,13 @@ def report(cli: CliContext, source_name, fmt, output_path, html_path, github, ju
     (table or json). Exit 1 when a threshold is exceeded (not with --trend alone).
     """
     from memwatch_overlay.overlay.output.trend import report_trend
+    # option combinations first: a usage error is reported the same with or without an overlay
+    if compact and (fmt not in (None, "table") or trend or html_path or output_path):
+        raise click.BadParameter("--compact prints a table on stdout only", param_hint="--compact")
+    if trend and fmt not in (None, "table", "json"):
+        raise click.BadParameter("--trend prints table or json", param_hint="--format")
     cli.require_overlay()
     if compact:
-        if fmt not in (None, "table") or trend or html_path or output_path:
-            raise click.BadParameter("--compact prints a table on stdout only", param_hint="--compact")
         from memwatch_overlay.overlay.output.listings import render_compact
         with cli.memwatch() as mw:
             render_compact(mw.report(), cli.console())
@@ -45,8 +49,6 @@ def report(cli: CliContext, source_name, fmt, output_path, html_path, github, ju
     history = report_trend(config, cli.overlay_path, runs, source_name) if (trend or html_path) else None
     if trend:
         assert history is not None
-        if fmt not in (None, "table", "json"):
-            raise click.BadParameter("--trend prints table or json", param_hint="--format")
         _print_trend(cli, history, fmt or "table", output_path)
         if not html_path:
             return None
@@ -58,8 +60,9 @@ def report(cli: CliContext, source_name, fmt, output_path, html_path, github, ju
                             thresholds=thresholds(max_stale_ratio, max_stale, max_contradictions,
                                                   min_avg_freshness))
     try:
+        check_summary_only(fmt, summary_only)
         publish_result(cli, result, fmt, output_path, html_path, github, trend=history,
-                       junit_failures=junit_failures)
+                       junit_failures=junit_failures, summary_only=summary_only)
         gate_lines(cli, result, fmt, output_path)
         return gate_status(result)
     finally:

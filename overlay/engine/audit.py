@@ -9,6 +9,7 @@ import dataclasses
 import hashlib
 import os
 import time
+from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
@@ -259,13 +260,22 @@ def audit(target: str | None = None, config: Config | None = None, *, as_of: flo
     try:
         cfg, sources = resolve_sources(target, config, source_name, store)
         refuse_overlay_in_sources(overlay_target(config, overlay_path), [s.resolved_path for s in sources])
+        factory = None
         if detector is None:
             from memwatch_overlay.overlay.detect.blocks import make_detector
-            detector = make_detector(cfg)
-        engine = SyncEngine(store, cfg, detector=detector)
+            if _default_detector(cfg):      # shipped rules only: nothing to fail on, made when needed
+                factory = partial(make_detector, cfg)
+            else:                           # a pack, embeddings or a judge: their errors come first
+                detector = make_detector(cfg)
+        engine = SyncEngine(store, cfg, detector=detector, detector_factory=factory)
         stats = []
         for source in sources:
-            progress = (lambda n, name=source.name: on_progress(name, n)) if on_progress else None
+            progress = None
+            if on_progress:
+                # on_progress(source, records, total=SizeEstimate | None, phase=str | None)
+                from memwatch_overlay.connectors.estimate import estimate
+                on_progress(source.name, 0, total=estimate(source))
+                progress = (lambda n, phase=None, name=source.name: on_progress(name, n, phase=phase))
             stats.append(engine.sync(source, as_of=as_of, full=True, on_progress=progress))
         ids = [store.source_row(s.name)["id"] for s in sources]
         engine.rescore(as_of, ids)
@@ -277,6 +287,16 @@ def audit(target: str | None = None, config: Config | None = None, *, as_of: flo
     except BaseException:
         store.close()
         raise
+
+
+def _default_detector(cfg: Config) -> bool:
+    """The config asks for the shipped rule detector alone (no slot pack of its own, no
+    embeddings, no judge), or for none: making it cannot fail, so it can wait until a sync
+    has something to compare."""
+    det = dict(getattr(cfg, "detector", {}) or {})
+    emb = dict(getattr(cfg, "embeddings", {}) or {})
+    judge = dict(getattr(cfg, "judge", {}) or {})
+    return not det.get("pack") and not emb and not judge.get("url")
 
 
 def overlay_report(config: Config | None, *, overlay_path: str | None = None, as_of: float | None = None,

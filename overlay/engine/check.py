@@ -177,8 +177,11 @@ def check_text(text: str, config: Config | None = None, *, overlay_path: str | N
         newer = FactView(CHECK_REF, subject, None, text, categories[0], as_of)
         by_ref = {r["ref"]: r for r in current}
         olders = [fact_view(r) for r in current]
-        found = detector.compare(newer, [o for o in olders if o.learned_at <= as_of])
-        found += keyed_contradictions(detector, text, newer, olders, {c.older for c in found})
+        # key-value memories first, by the key-value rule (their own key and value); the
+        # detector reads the others (and would read a key-value memory as its key's slot too)
+        found = keyed_contradictions(detector, text, newer, olders, set())
+        keyed = {c.older for c in found}
+        found += detector.compare(newer, [o for o in olders if o.learned_at <= as_of and o.ref not in keyed])
         for c in sorted(found, key=lambda c: (-c.confidence, c.older)):
             upd = dict(c.update or {})
             upd["ref"] = c.older

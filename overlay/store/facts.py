@@ -119,16 +119,22 @@ class FactsRepo(RepoBase):
     # facts: ~18 s of a ~30 s first sync); a bulk load drops them and builds them again
     # by sorting, inside the same transaction (a crash rolls the drop back too).
     BULK_INDEXES = ("facts_block", "facts_next_change")
+    # A load into an overlay without any fact yet also drops the indexes nothing reads while
+    # it runs (by ref, by changed sync, gc's): built after the load, by sorting, they cost a
+    # fraction of what keeping them up to date row by row does. The (source_id, pk) key the
+    # upsert's conflict check uses stays.
+    FRESH_INDEXES = BULK_INDEXES + ("facts_ref", "facts_changed", "facts_gc")
 
-    def drop_bulk_indexes(self) -> list[str]:
-        """Drop BULK_INDEXES (inside a transaction); returns the SQL that recreates them.
+    def drop_bulk_indexes(self, names: tuple[str, ...] | None = None) -> list[str]:
+        """Drop BULK_INDEXES (or `names`; inside a transaction); returns the SQL that recreates them.
 
         Not on Postgres: DROP INDEX locks `facts` for every other daemon sharing the overlay."""
         if self.dialect == "postgres":
             return []
+        names = self.BULK_INDEXES if names is None else names
         rows = self.conn.execute(
             f"SELECT name, sql FROM sqlite_master WHERE type = 'index' AND name IN "
-            f"({placeholders(len(self.BULK_INDEXES))})", self.BULK_INDEXES).fetchall()
+            f"({placeholders(len(names))})", names).fetchall()
         for name, _ in rows:
             self.conn.execute(f'DROP INDEX "{name}"')
         return [sql for _, sql in rows]
@@ -199,12 +205,6 @@ class FactsRepo(RepoBase):
     def changed_ids(self, source_id: int, sync_no: int) -> list[int]:
         return [r[0] for r in self.conn.execute(
             "SELECT id FROM facts WHERE source_id = ? AND changed_sync = ?", (source_id, sync_no))]
-
-    def changed_live_blocks(self, source_id: int, sync_no: int) -> list[sqlite3.Row]:
-        """(id, subject, category) of the live facts sync `sync_no` changed."""
-        return self.conn.execute(
-            f"SELECT id, subject, category FROM facts WHERE source_id = ? AND changed_sync = ? AND {LIVE}",
-            (source_id, sync_no)).fetchall()
 
     def count_live(self, source_id: int) -> int:
         return self.conn.execute(f"SELECT count(*) FROM facts WHERE source_id = ? AND {LIVE}",
@@ -286,20 +286,31 @@ class FactsRepo(RepoBase):
             out += self.conn.execute(f"{FACT_SELECT} WHERE f.id IN ({placeholders(len(chunk))})", chunk).fetchall()
         return out
 
-    def block(self, subject: str | None, category: str, exclude_id: int | None = None) -> list[sqlite3.Row]:
-        """Live facts of one subject and category: the only ones a new fact is compared with."""
-        return self.conn.execute(
-            f"SELECT * FROM facts WHERE subject IS ? AND category = ? AND {LIVE} AND id IS NOT ?",
-            (subject, category, exclude_id)).fetchall()
+    def changed_subjects(self, source_id: int, sync_no: int, also: list[int] | None = None) -> set:
+        """Subjects of the facts sync `sync_no` changed (live or not), and of the facts `also`."""
+        out = {r[0] for r in self.conn.execute(
+            "SELECT DISTINCT subject FROM facts WHERE source_id = ? AND changed_sync = ?", (source_id, sync_no))}
+        ids = list(also or [])
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            out.update(r[0] for r in self.conn.execute(
+                f"SELECT DISTINCT subject FROM facts WHERE id IN ({placeholders(len(chunk))})", chunk))
+        return out
 
-    def iter_blocks_scan(self, source_id: int, sync_no: int) -> Iterator:
-        """Every live fact in block order (subject, category, id), each flagged `mw_changed`
-        when this sync changed it; streamed (a server-side cursor on Postgres)."""
-        sql = (f"SELECT *, (source_id = ? AND changed_sync = ?) AS mw_changed FROM facts WHERE {LIVE} "
-               "ORDER BY subject, category, id")
+    def subject_block(self, subject: str | None, source_ids: list[int]) -> list[sqlite3.Row]:
+        """Live facts of one subject in these sources (one subject space): one detection block."""
+        return self.conn.execute(
+            f"SELECT * FROM facts WHERE subject IS ? AND source_id IN ({placeholders(len(source_ids))}) "
+            f"AND {LIVE} ORDER BY id", (subject, *source_ids)).fetchall()
+
+    def iter_subject_scan(self, source_ids: list[int]) -> Iterator:
+        """Every live fact of these sources in subject order (facts_block index), streamed
+        (a server-side cursor on Postgres): detection blocks one after the other."""
+        sql = (f"SELECT * FROM facts WHERE {LIVE} AND source_id IN ({placeholders(len(source_ids))}) "
+               "ORDER BY subject, id")
         if self.dialect == "postgres":
-            return self.conn.stream(sql, (source_id, sync_no))
-        return self.conn.execute(sql, (source_id, sync_no))
+            return self.conn.stream(sql, tuple(source_ids))
+        return self.conn.execute(sql, tuple(source_ids))
 
     def live_subjects(self, limit: int = 2) -> list[str | None]:
         """Up to `limit` distinct subjects of live facts (is there more than one user?)."""
