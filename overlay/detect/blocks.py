@@ -247,21 +247,39 @@ class BlockIndex:
         self.detector = detector
         self.everything = getattr(detector, "embedder", None) is not None
         self.all_ids = list(views)
-        self.by_term: dict[tuple, set[int]] = defaultdict(set)
-        self.by_want: dict[tuple, set[int]] = defaultdict(set)
         self.terms: dict[int, frozenset[tuple]] = {}     # what a fact offers as an older fact
         self.wants: dict[int, frozenset[tuple]] = {}     # what a fact looks for as a newer fact
         self.readings = {}
+        split = getattr(detector, "offers_and_wants", None)
         for i, v in views.items():
             self.readings[v.ref] = detector.read(v)       # read once per block
-            offers, wants = set(), set()
-            for role, *term in detector.index_terms(v):
-                (offers if role == "offer" else wants).add(tuple(term))
-            self.terms[i], self.wants[i] = frozenset(offers), frozenset(wants)
-            for t in offers:
-                self.by_term[t].add(i)
-            for t in wants:
-                self.by_want[t].add(i)
+            if split is not None:
+                self.terms[i], self.wants[i] = split(v)
+            else:                                        # a detector with index_terms only
+                offers, wants = set(), set()
+                for role, *term in detector.index_terms(v):
+                    (offers if role == "offer" else wants).add(tuple(term))
+                self.terms[i], self.wants[i] = frozenset(offers), frozenset(wants)
+        self._by_term: dict[tuple, set[int]] | None = None
+        self._by_want: dict[tuple, set[int]] | None = None
+
+    @property
+    def by_term(self) -> dict[tuple, set[int]]:
+        if self._by_term is None:
+            self._by_term = defaultdict(set)
+            for i, ts in self.terms.items():
+                for t in ts:
+                    self._by_term[t].add(i)
+        return self._by_term
+
+    @property
+    def by_want(self) -> dict[tuple, set[int]]:
+        if self._by_want is None:
+            self._by_want = defaultdict(set)
+            for i, ts in self.wants.items():
+                for t in ts:
+                    self._by_want[t].add(i)
+        return self._by_want
 
     def candidates(self, fact_id: int) -> list[int]:
         """Facts ``fact_id`` may outdate (as the newer fact)."""
