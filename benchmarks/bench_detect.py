@@ -74,8 +74,9 @@ engine.sync(sources[0], as_of=as_of, full=True)
 times, work = [], []
 for i in range(10):
     conn = sqlite3.connect(sys.argv[1])
+    user = conn.execute("SELECT user_id FROM agent_facts LIMIT 1").fetchone()[0]    # the store's one user
     conn.execute("INSERT INTO agent_facts (user_id, fact_key, fact_value, created_at) VALUES "
-                 "('u1', NULL, ?, '2026-11-29 12:00:00')", (f"I just joined Company{i}.",))
+                 "(?, NULL, ?, '2026-11-29 12:00:00')", (user, f"I just joined Company{i}."))
     conn.commit()
     conn.close()
     t = time.perf_counter()

@@ -144,6 +144,11 @@ class FactsRepo(RepoBase):
         """Insert or refresh facts (FactRow, or tuples in FACT_COLUMNS order); call inside a transaction."""
         self.conn.executemany(_UPSERT_SQL, rows)
 
+    def unseen_live_ids(self, source_id: int, sync_no: int) -> list[int]:
+        """Live facts a full read (sync `sync_no`) did not see: what mark_unseen_deleted() deletes."""
+        return [r[0] for r in self.conn.execute(
+            f"SELECT id FROM facts WHERE source_id = ? AND seen_sync < ? AND {LIVE}", (source_id, sync_no))]
+
     def mark_unseen_deleted(self, source_id: int, sync_no: int) -> int:
         """After a full read: facts the source no longer has are `deleted` (kept, not erased)."""
         cur = self.conn.execute(
