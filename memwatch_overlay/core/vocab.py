@@ -46,6 +46,7 @@ class ContradictionKind(StrEnum):
 
     VALUE = "value"
     CUE = "cue"
+    LEARNED = "learned"             # the pair model (overlay/detect/learned.py)
     SEMANTIC = "semantic"
     JUDGE = "judge"
 
@@ -59,6 +60,8 @@ class ReportFormat(StrEnum):
     SARIF = "sarif"
     MARKDOWN = "markdown"
     HTML = "html"
+    NDJSON = "ndjson"     # one fact per line
+    CSV = "csv"           # a header row, one fact per row
 
 
 class ListFormat(StrEnum):

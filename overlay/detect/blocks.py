@@ -60,6 +60,10 @@ EMBED_BATCH = 256
 # Holders of a single-valued slot are outdated as they go, so this bounds only terms many
 # facts share without outdating each other (a word mentioned in thousands of memories).
 MAX_HOLDERS = 128
+# A learned topic (Detector.learned_terms: "the fact is about work") is shared by many facts
+# that do not outdate each other; a newer fact meets the newest few holding it, where the
+# current state of that topic is.
+MAX_TOPIC_HOLDERS = 8
 # With the semantic layer, a newer fact also meets this many of the block's newest facts
 # not yet outdated, whatever words they share.
 MAX_SEMANTIC = 32
@@ -270,6 +274,9 @@ class _Walk:
         if not keep_alive:
             self.alive.pop(i, None)
 
+    def _topics(self, i: int) -> frozenset:
+        return frozenset(t for t in self.index.terms[i] if t[0] == "topic")
+
     def _hold(self, f: int) -> None:
         for t in self.index.terms[f]:
             self.holders[t][f] = None
@@ -282,7 +289,7 @@ class _Walk:
         for t in wants:
             h = self.holders.get(t)
             if h:
-                cands.update(islice(reversed(h), MAX_HOLDERS))
+                cands.update(islice(reversed(h), MAX_TOPIC_HOLDERS if t[0] == "topic" else MAX_HOLDERS))
         if index.everything:
             cands.update(islice(reversed(self.alive), MAX_SEMANTIC))
         olders = sorted((i for i in cands if self._older(i, f) and self._same_person(i, f)),
@@ -298,7 +305,9 @@ class _Walk:
             if changed:
                 self.confirms.extend((i, me.learned_at) for i in restated)
             for o in outdated:
-                self._drop(o, wants)
+                # outdated on what f wants, and on its learned topics (fuzzy: an outdated fact
+                # no longer holds the current state of any topic)
+                self._drop(o, wants | self._topics(o))
                 members = self.hidden.pop(o, None)
                 if members:         # the facts o stood for meet f too: outdated, or held again
                     gone = set()
@@ -308,7 +317,7 @@ class _Walk:
                         gone.add(ids[c.older])
                     for i in members:
                         if i in gone:
-                            self._drop(i, wants)
+                            self._drop(i, wants | self._topics(i))
                         else:
                             for t in index.terms[i]:
                                 self.holders[t][i] = None
@@ -489,5 +498,8 @@ def make_detector(config) -> Detector | None:
     kw = {}
     if "threshold" in emb_cfg:
         kw["semantic_threshold"] = float(emb_cfg["threshold"])
-    return Detector(pack, embedder=embedder, judge=judge,
-                    min_confidence=float(det.get("min_confidence", 0.0)), **kw)
+    detector = Detector(pack, embedder=embedder, judge=judge,
+                        min_confidence=float(det.get("min_confidence", 0.0)), **kw)
+    if config is not None:
+        detector.max_text_chars = config.max_text_chars
+    return detector

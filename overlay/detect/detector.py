@@ -33,6 +33,8 @@ from dataclasses import dataclass, field, replace
 from itertools import combinations
 from typing import Iterable, Mapping, Protocol
 
+from memwatch_overlay.rules.config import DEFAULT_MAX_TEXT_CHARS
+from memwatch_overlay.overlay.detect.learned import Learned, load_learned
 from memwatch_overlay.overlay.detect.pack import Pack, SlotDef, load_pack
 from memwatch_overlay.overlay.detect.slots import (
     Extractor,
@@ -76,7 +78,7 @@ class Contradiction:
 
     older: str
     newer: str
-    kind: str                # "value" | "cue" | "semantic" | "judge"
+    kind: str                # "value" | "cue" | "learned" | "semantic" | "judge"
     confidence: float        # 0..1
     evidence: str            # short human-readable why
     update: dict | None = None   # {"action", "key", "old_value", "new_value"}
@@ -105,8 +107,10 @@ class Detector:
                  judge: Judge | None = None,
                  semantic_threshold: float = DEFAULT_SEMANTIC_THRESHOLD,
                  min_confidence: float = 0.0, cache_size: int = DEFAULT_CACHE_SIZE,
-                 prefilter: bool = True):
+                 prefilter: bool = True, learned: Learned | bool | None = True):
         self.pack = pack if isinstance(pack, Pack) else load_pack(pack)
+        # the learned pair model (learned.py): True = the shipped weights, False/None = rules only
+        self.learned = load_learned() if learned is True else (learned or None)
         self.extractor = Extractor(self.pack, prefilter=prefilter)   # False: the plain reference
         self.embedder = embedder
         self.judge = judge
@@ -131,6 +135,7 @@ class Detector:
         out: list[Contradiction] = []
         undecided: list[FactView] = []
         self.confirmed = []
+        pairs = []
         for old in olders:
             if old.ref == newer.ref or old.learned_at > newer.learned_at:
                 continue
@@ -138,8 +143,12 @@ class Detector:
             orr = read(old)
             if nr.entity and orr.entity and nr.entity != orr.entity:
                 continue                # the texts are about two different named people
-            v = self._pair(newer, nr, old, orr)
+            pairs.append((old, self._pair(newer, nr, old, orr)))
+        sims = self._sims(newer, [o for o, _ in pairs])
+        for (old, v), sim in zip(pairs, sims):
             best = _best(v.conflicts)
+            if best is None and not v.confirmed and self.learned is not None:
+                best = self._learned(newer, old, v, sim)
             if best is not None:
                 out.append(best)
             elif v.confirmed:
@@ -169,6 +178,18 @@ class Detector:
                     _stem_match(a, b) for a in orr.anchors for b in nr.anchors):
                 out.append(old)
         return out
+    def pair_features(self, newer: FactView, olders: list[FactView]) -> list[dict[str, float]]:
+        """The learned pair model's features for each (older, newer) pair (for training)."""
+        nr = self.read(newer)
+        vs = [self._pair(newer, nr, o, self.read(o)) for o in olders]
+        sims = self._sims(newer, olders)
+        return [self._features(newer, o, v, s) for o, v, s in zip(olders, vs, sims)]
+
+    def learned_terms(self, fact: FactView) -> set[tuple]:
+        """Candidate-index terms of the learned layer: the fact's likeliest topics."""
+        if self.learned is None:
+            return set()
+        return {("topic", t) for t in self.learned.topics_of(fact.text or "", self._own_key(fact))}
 
     def confirms(self, newer: FactView, older: FactView) -> bool:
         """True when ``newer`` restates ``older`` (same slot value, or same key and value)."""
@@ -183,6 +204,10 @@ class Detector:
         """The category the pack reads in ``text``, or None."""
         return infer_category(text, self.pack)
 
+    # Characters of a text the slots read ([limits] max_text_chars; make_detector sets it):
+    # a megabyte-long memory is read by its beginning, in bounded time.
+    max_text_chars = DEFAULT_MAX_TEXT_CHARS
+
     def read(self, fact: FactView) -> Reading:
         """Slots, cues and anchors of one fact (cached by text, subject and key).
 
@@ -193,11 +218,12 @@ class Detector:
         not a cue to the thing it ends. (Other names stay: "Biscuit is no longer with us"
         must still end "adopted a beagle named Biscuit".)
         """
-        ck = (fact.text or "", fact.subject or "", fact.key or "")
+        text = (fact.text or "")[:self.max_text_chars]
+        ck = (text, fact.subject or "", fact.key or "")
         r = self._cache.get(ck)
         if r is None:
             words = subject_words(fact.subject)
-            r = self.extractor.read(fact.text or "", words)
+            r = self.extractor.read(text, words)
             if words:
                 r = _without_names(r, words)
             keyed = self._key_slot(fact, r)
@@ -250,6 +276,9 @@ class Detector:
             for role, *term in self._index_terms(self.read(fact), self._own_key(fact),
                                                  subject_words(fact.subject)):
                 (offers if role == "offer" else wants).add(tuple(term))
+            for t in self.learned_terms(fact):      # the learned layer relates facts by topic
+                offers.add(tuple(t))
+                wants.add(tuple(t))
             got = self._terms[ck] = (frozenset(offers), frozenset(wants))
             if len(self._terms) > self._cache_size:
                 self._terms.popitem(last=False)
@@ -448,6 +477,45 @@ class Detector:
                 old, new, "cue", c.confidence,
                 f'"{c.cue}" about "{", ".join(hit[:3])}": "{_short(c.evidence)}"',
                 "UPDATE" if c.new_value else "EXPIRE", self._own_key(old), old.text, c.new_value))
+
+    # ------------------------------------------------------------ learned layer
+    def _sims(self, new: FactView, olders: list[FactView]) -> list[tuple | None]:
+        """(cosine to the newer text, topic distributions of both by prototype) of each older
+        text; None without an embedder."""
+        if self.embedder is None or self.learned is None or not olders:
+            return [None] * len(olders)
+        embed = getattr(self.embedder, "embed", None)
+        if embed is None or self.learned.prototypes is None:
+            sims = self.embedder.similarities(new.text, [o.text for o in olders])
+            return [(float(s), None, None) for s in sims]
+        vecs = embed([new.text] + [o.text for o in olders])
+        en = self.learned.emb_probs(new.text, vecs[0])
+        out = []
+        for i, o in enumerate(olders, 1):
+            out.append((float(vecs[i] @ vecs[0]), en, self.learned.emb_probs(o.text, vecs[i])))
+        return out
+
+    def _features(self, new: FactView, old: FactView, v: _Verdict, sim) -> dict[str, float]:
+        best = _best(v.conflicts)
+        rule = best.kind if best is not None else ("confirmed" if v.confirmed else "none")
+        return self.learned.features(new.text or "", old.text or "", self._own_key(old), rule,
+                                     best.confidence if best is not None else 0.0,
+                                     v.confirmed, None if sim is None else sim[0],
+                                     None if sim is None else sim[1:])
+
+    def _learned(self, new: FactView, old: FactView, v: _Verdict, sim) -> Contradiction | None:
+        """The pair model's verdict on a pair the rules did not flag."""
+        mode = "rules" if sim is None else "embeddings"
+        feats = self._features(new, old, v, sim)
+        if not self.learned.related(feats):
+            return None
+        p = self.learned.score(mode, feats)
+        if p < self.learned.threshold(mode):
+            return None
+        info = self.learned.info(new.text or "")
+        return self._make(old, new, "learned", min(p, 0.85),
+                          f'pair model {p:.2f} (slot "{info.top}"): "{_short(new.text)}"',
+                          "EXPIRE", self._own_key(old), old.text, None)
 
     # ------------------------------------------------------------ semantic layer
     def _semantic(self, new: FactView, nr: Reading, olders: list[FactView]) -> list[Contradiction]:

@@ -1,0 +1,299 @@
+"""The learned layer: a slot/topic model and a pair model, scored in pure Python.
+
+Two small linear models fitted by ``tools/train_detector.py`` (scikit-learn, only at training
+time) and shipped as JSON next to the slot pack:
+
+  topic model  ``rules/topic_model.json``: multinomial logistic regression over hashed word,
+               word-pair and character n-grams; gives each text a distribution over ~35 slots
+               (employer, city, pets, diet, ...) plus "other". Trained on a self-written corpus of
+               slot-labelled sentences (``tools/slot_corpus.py``), so it knows that "first payslip
+               from Grab" and "Works at Google" talk about the same slot without a shared word.
+  pair model   ``rules/pair_model.json``: logistic regression over features of one (older, newer)
+               pair: what the rules said, slot agreement, value difference, change / ending /
+               hedge / other-person / question / past-habit / temporary / addition cues
+               (``rules/pair_cues.toml``) and, in the embeddings mode, cosine similarity. One
+               weight set per mode (``rules`` and ``embeddings``), each with its own threshold
+               chosen by nested grouped cross-validation.
+
+A pair the rules left undecided is flagged when the pair model's probability reaches the
+mode's threshold. Nothing here is per-case: every weight comes from fitting.
+
+Example:
+    >>> m = load_learned()
+    >>> m.topics.top("my first payslip from Grab today")
+    'employer'
+"""
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+import tomllib
+import zlib
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+_WORD = re.compile(r"[@\w][\w@.+'-]*")
+_CAP = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w'-]+)")
+_VALUEISH = re.compile(r"@\w+|\b[\w.+-]+@[\w-]+\.\w+|\+?\d[\d\s-]{5,}\d|\b\d+(?:[.,]\d+)?\b")
+_NUMWORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+             "eight": 8, "nine": 9, "ten": 10, "first": 1, "second": 2, "third": 3, "fourth": 4}
+_STOP = frozenset("""a an the and or but so to of in on at for with from by as is are was were be
+been am i me my we our you your he she his her they their it its this that these those has have
+had do does did not no just now very really so too also got get user s t of up out about into over
+then than there here what when who how all any some more most much one""".split())
+TOP_K = 2            # a pair is related when the two likeliest topics of each text meet
+TOPIC_MIN = 0.25     # ... counting only topics at least this likely
+SIM_GATE = 0.45      # ... or, in the embeddings mode, when the texts are at least this similar
+CUES = ("change", "ending", "start", "hedge", "question", "other_person", "past_habit",
+        "temporary", "addition", "still", "negation")
+
+
+def tokens(text: str) -> list[str]:
+    return [w.lower().strip(".'-") for w in _WORD.findall(text or "")]
+
+
+def hashed(text: str, buckets: int) -> dict[int, float]:
+    """Hashed features of one text: words, word pairs and character 4-grams of words."""
+    ws = tokens(text)
+    feats: dict[int, float] = {}
+
+    def add(s: str) -> None:
+        h = zlib.crc32(s.encode("utf-8")) % buckets
+        feats[h] = feats.get(h, 0.0) + 1.0
+
+    for i, w in enumerate(ws):
+        add("w:" + w)
+        if i:
+            add("b:" + ws[i - 1] + "_" + w)
+        p = f" {w} "
+        for j in range(max(1, len(p) - 3)):
+            add("c:" + p[j:j + 4])
+    n = math.sqrt(sum(v * v for v in feats.values())) or 1.0
+    return {k: v / n for k, v in feats.items()}
+
+
+class TopicModel:
+    """Slot distribution of a text (multinomial logistic regression over hashed n-grams)."""
+
+    def __init__(self, data: dict):
+        self.classes: list[str] = data["classes"]
+        self.buckets: int = data["buckets"]
+        self.bias: list[float] = data["bias"]
+        self.w: dict[int, list[tuple[int, float]]] = {
+            int(k): [(int(c), float(x)) for c, x in v] for k, v in data["weights"].items()}
+
+    @functools.lru_cache(maxsize=8192)
+    def probs(self, text: str) -> tuple[float, ...]:
+        z = list(self.bias)
+        for h, x in hashed(text, self.buckets).items():
+            for c, wt in self.w.get(h, ()):
+                z[c] += wt * x
+        m = max(z)
+        e = [math.exp(v - m) for v in z]
+        s = sum(e)
+        return tuple(v / s for v in e)
+
+    def top(self, text: str) -> str:
+        p = self.probs(text)
+        return self.classes[max(range(len(p)), key=p.__getitem__)]
+
+
+@dataclass(frozen=True)
+class TextInfo:
+    """What the pair model needs from one text, computed once per text."""
+
+    probs: tuple[float, ...]
+    top: str
+    tops: frozenset[str]        # the two likeliest topics, "other" left out
+    cues: frozenset[str]
+    content: frozenset[str]
+    values: frozenset[str]
+
+
+class Learned:
+    """The topic model, the cue lexicons and the pair model weights of each mode."""
+
+    def __init__(self, topic: dict, pair: dict, cues: dict, groups: dict | None = None,
+                 prototypes: dict | None = None):
+        self.topics = TopicModel(topic)
+        # embeddings mode: one mean sentence vector per topic (same order as the topic model)
+        self.prototypes = prototypes
+        self._proto_matrix = None
+        self._emb: dict[str, tuple[float, ...]] = {}
+        groups = groups or {}
+        self.single = frozenset(i for i, c in enumerate(self.topics.classes) if c in groups.get("single", ()))
+        self.multi = frozenset(i for i, c in enumerate(self.topics.classes) if c in groups.get("multi", ()))
+        self.modes: dict[str, dict] = pair["modes"]
+        self.cue_rx = {k: re.compile("|".join(f"(?:{r})" for r in v), re.I | re.M)
+                       for k, v in cues.items()}
+        self._info: dict[str, TextInfo] = {}
+
+    def info(self, text: str) -> TextInfo:
+        ti = self._info.get(text)
+        if ti is None:
+            if len(self._info) > 16384:
+                self._info.clear()
+            p = self.topics.probs(text)
+            order = sorted(range(len(p)), key=lambda i: -p[i])
+            top = self.topics.classes[order[0]]
+            tops = frozenset(self.topics.classes[i] for i in order[:TOP_K] if p[i] >= TOPIC_MIN) - {"other"}
+            cues = frozenset(k for k, rx in self.cue_rx.items() if rx.search(text))
+            ws = tokens(text)
+            content = frozenset(_stem(w) for w in ws if w not in _STOP and len(w) > 2)
+            vals = {m.lower() for m in _CAP.findall(text) if m.lower() not in _STOP}
+            vals |= {re.sub(r"\D", "", v) if v[0].isdigit() or v[0] == "+" else v.lower()
+                     for v in _VALUEISH.findall(text)}
+            vals |= {str(_NUMWORDS[w]) for w in ws if w in _NUMWORDS}
+            ti = self._info[text] = TextInfo(p, top, tops, cues, content, frozenset(vals))
+        return ti
+
+    def old_text(self, text: str, key: str | None) -> str:
+        """What the topic model reads of an older fact: its key (when it means something) and text."""
+        return f"{key.replace('_', ' ')}: {text}" if key else text
+
+    def topics_of(self, text: str, key: str | None = None) -> frozenset[str]:
+        """The likeliest topics of a fact (its candidate-index terms)."""
+        return self.info(self.old_text(text, key)).tops
+
+    @staticmethod
+    def related(feats: dict[str, float]) -> bool:
+        """The gate: only pairs on a shared topic (or similar enough) are scored."""
+        return (feats.get("t_top2", 0.0) > 0 or feats.get("sim", 0.0) >= SIM_GATE
+                or feats.get("e_same", 0.0) > 0)
+
+    def emb_probs(self, text: str, vector) -> tuple[float, ...] | None:
+        """Topic distribution of an embedded text: softmax over its cosine to each prototype
+        (cached by text)."""
+        if self.prototypes is None or vector is None:
+            return None
+        got = self._emb.get(text)
+        if got is None:
+            if self._proto_matrix is None:
+                import numpy as np          # the embeddings mode has it (sentence-transformers)
+                self._proto_matrix = np.asarray(self.prototypes["vectors"], dtype="float32")
+            z = (self._proto_matrix @ vector) * float(self.prototypes["scale"])
+            z = [float(x) for x in z]
+            m = max(z)
+            e = [math.exp(v - m) for v in z]
+            t = sum(e)
+            got = tuple(v / t for v in e)
+            if len(self._emb) > 16384:
+                self._emb.clear()
+            self._emb[text] = got
+        return got
+
+    def features(self, new_text: str, old_text: str, old_key: str | None,
+                 rule: str, rule_conf: float, confirmed: bool,
+                 sim: float | None = None, emb: tuple | None = None) -> dict[str, float]:
+        """The pair features (names -> values) the pair model weighs."""
+        n = self.info(new_text)
+        o = self.info(self.old_text(old_text, old_key))
+        f: dict[str, float] = {"r_" + rule: 1.0, "r_conf": rule_conf,
+                               "r_confirmed": float(confirmed)}
+        other = self.topics.classes.index("other") if "other" in self.topics.classes else -1
+        dot = sum(a * b for a, b in zip(n.probs, o.probs))
+        mn = sum(min(a, b) for i, (a, b) in enumerate(zip(n.probs, o.probs)) if i != other)
+        same = n.top == o.top and n.top != "other"
+        pairs_min = [min(a, b) for a, b in zip(n.probs, o.probs)]
+        single = sum(pairs_min[i] for i in self.single)
+        multi = sum(pairs_min[i] for i in self.multi)
+        f.update(t_single=single, t_multi=multi, t_top2=float(bool(n.tops & o.tops)))
+        f.update(t_dot=dot, t_min=mn, t_same=float(same),
+                 t_new_other=n.probs[other] if other >= 0 else 0.0,
+                 t_old_other=o.probs[other] if other >= 0 else 0.0)
+        for c in n.cues:
+            f["n_" + c] = 1.0
+            f[f"n_{c}*t_min"] = mn
+            f[f"n_{c}*t_single"] = single
+            f[f"n_{c}*t_multi"] = multi
+        for c in o.cues:
+            f["o_" + c] = 1.0
+        shared = n.content & o.content
+        union = n.content | o.content
+        f["lex_jacc"] = len(shared) / len(union) if union else 0.0
+        f["lex_shared"] = min(len(shared), 3) / 3.0
+        f["lex_none"] = float(not shared)
+        nv, ov = n.values - o.values, o.values - n.values
+        f["val_new"] = float(bool(nv))
+        f["val_same"] = float(bool(n.values & o.values))
+        f["val_diff"] = float(bool(nv) and bool(ov))
+        f["val_diff*t_min"] = mn * f["val_diff"]
+        f["val_new*t_min"] = mn * f["val_new"]
+        f["val_diff*t_single"] = single * f["val_diff"]
+        f["val_new*t_single"] = single * f["val_new"]
+        f["val_new*t_multi"] = multi * f["val_new"]
+        f["old_key"] = float(bool(old_key))
+        if sim is not None:
+            f["sim"] = sim
+            f["sim2"] = sim * sim
+            for c in ("change", "ending", "start", "hedge", "other_person", "still"):
+                if c in n.cues:
+                    f[f"sim*n_{c}"] = sim
+            f["sim*val_diff"] = sim * f["val_diff"]
+            f["sim*t_min"] = sim * mn
+        if emb is not None and emb[0] is not None and emb[1] is not None:
+            en, eo = emb
+            classes = self.topics.classes
+            emn = [min(a, b) for a, b in zip(en, eo)]
+            e_single = sum(emn[i] for i in self.single)
+            e_multi = sum(emn[i] for i in self.multi)
+            ni = max(range(len(en)), key=en.__getitem__)
+            oi = max(range(len(eo)), key=eo.__getitem__)
+            f.update(e_min=sum(x for i, x in enumerate(emn) if classes[i] != "other"),
+                     e_single=e_single, e_multi=e_multi,
+                     e_same=float(ni == oi and classes[ni] != "other"),
+                     e_new_other=en[classes.index("other")] if "other" in classes else 0.0)
+            for c in ("change", "ending", "start", "hedge", "other_person", "still", "addition"):
+                if c in n.cues:
+                    f[f"n_{c}*e_single"] = e_single
+                    f[f"n_{c}*e_multi"] = e_multi
+            f["val_diff*e_single"] = e_single * f["val_diff"]
+            f["val_new*e_single"] = e_single * f["val_new"]
+        return f
+
+    def score(self, mode: str, feats: dict[str, float]) -> float:
+        m = self.modes[mode]
+        w = m["weights"]
+        z = m["bias"] + sum(w.get(k, 0.0) * v for k, v in feats.items())
+        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+    def threshold(self, mode: str) -> float:
+        return float(self.modes[mode]["threshold"])
+
+
+def _stem(w: str) -> str:
+    for suf in ("ing", "ed", "es", "s"):
+        if len(w) > len(suf) + 3 and w.endswith(suf):
+            return w[: -len(suf)]
+    return w
+
+
+def _rules_file(name: str):
+    return resources.files("memwatch_overlay.rules").joinpath(name)
+
+
+def load_cues(path: str | Path | None = None) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The cue lexicons and the single/multi-valued topic groups of rules/pair_cues.toml."""
+    src = Path(path) if path else _rules_file("pair_cues.toml")
+    data = tomllib.loads(src.read_text(encoding="utf-8"))
+    return data["cues"], data.get("topics", {})
+
+
+@functools.lru_cache(maxsize=4)
+def load_learned(topic_path: str | None = None, pair_path: str | None = None) -> Learned | None:
+    """The shipped models (None when the weights are not installed)."""
+    try:
+        t = Path(topic_path) if topic_path else _rules_file("topic_model.json")
+        p = Path(pair_path) if pair_path else _rules_file("pair_model.json")
+        topic = json.loads(t.read_text(encoding="utf-8"))
+        pair = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    try:
+        protos = json.loads(_rules_file("topic_prototypes.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        protos = None
+    return Learned(topic, pair, *load_cues(), prototypes=protos)

@@ -1,0 +1,344 @@
+#!/usr/bin/env python3
+"""Fit the learned layer (overlay/detect/learned.py) and report it with grouped cross-validation.
+
+Usage (needs the `train` extra: scikit-learn, numpy):
+    python tools/train_detector.py CASES.jsonl [CASES2.jsonl ...] [--embeddings] [--folds 5]
+        [--write] [--oof-dir DIR]
+
+1. Topic model: multinomial logistic regression over hashed n-grams of the self-written corpus
+   (tools/slot_corpus.py). Its accuracy is reported with 5-fold cross-validation grouped by
+   template, so a sentence is never scored by a model that saw its template.
+2. Pair model: one example per (case, memory) of every cases file, label "contradicted";
+   features from Detector.pair_features (rules verdict, topic agreement, cues, value
+   difference, cosine in --embeddings mode). Reported with GroupKFold by the cases' `group`:
+   out-of-fold predictions, each fold's threshold chosen by an inner grouped CV on that fold's
+   training part only (nested), so no threshold is picked by looking at the scored cases.
+   Figures per cases file and pooled, per category and subtype. A pair counts as flagged when
+   the rules flag it or the pair model's probability reaches the threshold (what Detector does).
+3. --write fits on everything (threshold: the median of the outer folds' thresholds) and writes
+   rules/topic_model.json and the mode's entry of rules/pair_model.json.
+
+The cases files are arguments; nothing from them is copied into the project.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
+
+from memwatch_overlay.overlay.detect.detector import Detector, FactView  # noqa: E402
+from memwatch_overlay.overlay.detect.learned import Learned, hashed, load_cues  # noqa: E402
+import slot_corpus  # noqa: E402
+
+BUCKETS = 1 << 15
+T0 = 1_800_000_000.0
+DAY = 86400.0
+TOPIC_FILE = ROOT / "rules" / "topic_model.json"
+PROTO_FILE = ROOT / "rules" / "topic_prototypes.json"
+PROTO_SCALE = 20.0
+PAIR_FILE = ROOT / "rules" / "pair_model.json"
+
+
+def load_cases(path: str) -> list[dict]:
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+# ---------------------------------------------------------------- topic model
+
+def _matrix(rows: list[dict[int, float]], n_cols: int):
+    from scipy.sparse import csr_matrix
+    data, ind, ptr = [], [], [0]
+    for r in rows:
+        for k, v in r.items():
+            ind.append(k)
+            data.append(v)
+        ptr.append(len(ind))
+    return csr_matrix((data, ind, ptr), shape=(len(rows), n_cols))
+
+
+def train_topics(seed: int = 7, prune: float = 0.02) -> tuple[dict, float]:
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GroupKFold
+    import numpy as np
+    rows, labels, groups = [], [], []
+    tid = 0
+    for slot, temps in slot_corpus.T.items():
+        for t in temps:
+            tid += 1
+            for text in _fills(t, seed):
+                rows.append(hashed(text, BUCKETS))
+                labels.append(slot)
+                groups.append(tid)
+    X = _matrix(rows, BUCKETS)
+    y = np.array(labels)
+    hits = 0
+    for tr, te in GroupKFold(5).split(X, y, groups):
+        m = LogisticRegression(C=8.0, max_iter=300).fit(X[tr], y[tr])
+        hits += int((m.predict(X[te]) == y[te]).sum())
+    acc = hits / len(y)
+    m = LogisticRegression(C=8.0, max_iter=400).fit(X, y)
+    classes = [str(c) for c in m.classes_]
+    weights: dict[str, list] = {}
+    W = m.coef_
+    for h in np.nonzero(np.abs(W).max(axis=0) >= prune)[0]:
+        col = W[:, h]
+        weights[str(int(h))] = [[int(c), round(float(col[c]), 3)] for c in np.nonzero(np.abs(col) >= prune)[0]]
+    data = {"version": 1, "buckets": BUCKETS, "classes": classes,
+            "bias": [round(float(b), 4) for b in m.intercept_], "weights": weights,
+            "trained_on": f"tools/slot_corpus.py: {len(y)} sentences, {tid} templates, {len(classes)} slots",
+            "cv_accuracy_by_template": round(acc, 3)}
+    return data, acc
+
+
+def _fills(template: str, seed: int, n: int = 4) -> list[str]:
+    import random
+    rng = random.Random(f"{seed}:{template}")
+    out: list[str] = []
+    for _ in range(n * 3):
+        s = template
+        for k, vals in slot_corpus.FILL.items():
+            while "{" + k + "}" in s:
+                s = s.replace("{" + k + "}", rng.choice(vals), 1)
+        if s not in out:
+            out.append(s)
+        if len(out) >= n:
+            break
+    return out
+
+
+def build_prototypes(topic: dict, embedder, seed: int = 7) -> dict:
+    """One mean, normalised sentence vector per topic, over the corpus sentences."""
+    import numpy as np
+    by: dict[str, list[str]] = defaultdict(list)
+    for slot, temps in slot_corpus.T.items():
+        for t in temps:
+            by[slot] += _fills(t, seed)
+    vecs = []
+    for c in topic["classes"]:
+        m = embedder.embed(by[c]).mean(axis=0)
+        vecs.append([round(float(x), 4) for x in m / (np.linalg.norm(m) or 1.0)])
+    return {"version": 1, "model": embedder.model_name, "scale": PROTO_SCALE, "classes": topic["classes"],
+            "vectors": vecs}
+
+
+# ---------------------------------------------------------------- pair examples
+
+def pair_examples(cases_by_file: dict[str, list[dict]], learned: Learned, embedder=None):
+    det = Detector(learned=learned, embedder=embedder)
+    out = []   # (file, case, memory_index, features, label, rule_flag)
+    for name, cases in cases_by_file.items():
+        for c in cases:
+            cat = c.get("category") or "general"
+            olders = [FactView(f"m{i}", "case", m.get("key"), m["text"], m.get("category") or cat,
+                               T0 - float(m.get("age_days") or 0) * DAY)
+                      for i, m in enumerate(c["memories"])]
+            newer = FactView("new", "case", None, c["new_text"], cat, T0)
+            feats = det.pair_features(newer, olders)
+            ent = det.read(newer).entity
+            gold = {e["memory_index"] for e in c["expected"] if e["verdict"] == "contradicted"}
+            for i, f in enumerate(feats):
+                oe = det.read(olders[i]).entity
+                skip = bool(ent and oe and ent != oe)
+                rule = f.get("r_value", 0) or f.get("r_cue", 0)
+                out.append((name, c, i, f, int(i in gold), bool(rule) and not skip, skip))
+    return out
+
+
+def own_examples(learned: Learned, embedder=None):
+    """The project's own labelled pairs (tests/contradiction_cases.py): training only, never scored."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from contradiction_cases import PARAPHRASES
+    det = Detector(learned=learned, embedder=embedder)
+    out = []
+    if embedder is not None:
+        embedder.embed(sorted({p[0] for p in PARAPHRASES} | {p[2] for p in PARAPHRASES}))
+    for old, key, new, label in PARAPHRASES:
+        o = FactView("old", "case", key, old, "general", T0 - 300 * DAY)
+        n = FactView("new", "case", None, new, "general", T0)
+        f = det.pair_features(n, [o])[0]
+        rule = bool(f.get("r_value", 0) or f.get("r_cue", 0))
+        out.append((f, int(label), rule, bool(f.get("r_confirmed"))))
+    return out
+
+
+def _fit(feats: list[dict], y: list[int], C: float):
+    from sklearn.feature_extraction import DictVectorizer
+    from sklearn.linear_model import LogisticRegression
+    v = DictVectorizer()
+    X = v.fit_transform(feats)
+    m = LogisticRegression(C=C, max_iter=2000).fit(X, y)
+    return v, m
+
+
+def _prob(model, feats):
+    v, m = model
+    return m.predict_proba(v.transform(feats))[:, 1]
+
+
+def _pick_threshold(probs, y, rule, min_p: float = 0.9) -> float:
+    """The lowest threshold at which the pairs the model adds to the rules' (p >= t, not
+    flagged by the rules) are right at least ``min_p`` of the time, and stay so above it;
+    0.95 when no threshold is that precise."""
+    best = 0.95
+    for t in [x / 100 for x in range(95, 29, -1)]:
+        tp = sum(1 for p, g, r in zip(probs, y, rule) if not r and p >= t and g)
+        n = sum(1 for p, g, r in zip(probs, y, rule) if not r and p >= t)
+        if n and tp / n < min_p:
+            break
+        best = t
+    return best
+
+
+def cross_validate(ex, folds: int, C: float, min_p: float, own=()):
+    from sklearn.model_selection import GroupKFold
+    idx = [i for i, e in enumerate(ex) if not e[6]]
+    groups = [ex[i][1]["group"] for i in idx]
+    feats = [ex[i][3] for i in idx]
+    y = [ex[i][4] for i in idx]
+    rule = [ex[i][5] for i in idx]
+    conf = [bool(ex[i][3].get("r_confirmed")) for i in idx]
+    own_f = [o[0] for o in own]
+    own_y = [o[1] for o in own]
+    oof = {}
+    ths = []
+    for tr, te in GroupKFold(folds).split(feats, y, groups):
+        # nested: the threshold from an inner grouped CV on the training part only
+        inner_p, inner_y, inner_r = [], [], []
+        tg = [groups[i] for i in tr]
+        for itr, ite in GroupKFold(4).split(tr, groups=tg):
+            a = [tr[i] for i in itr]
+            b = [tr[i] for i in ite]
+            mdl = _fit([feats[i] for i in a] + own_f, [y[i] for i in a] + own_y, C)
+            inner_p += [0.0 if conf[i] or not Learned.related(feats[i]) else p
+                        for i, p in zip(b, _prob(mdl, [feats[i] for i in b]))]
+            inner_y += [y[i] for i in b]
+            inner_r += [rule[i] for i in b]
+        t = _pick_threshold(inner_p, inner_y, inner_r, min_p)
+        ths.append(t)
+        mdl = _fit([feats[i] for i in tr] + own_f, [y[i] for i in tr] + own_y, C)
+        for i, p in zip(te, _prob(mdl, [feats[i] for i in te])):
+            p = 0.0 if conf[i] or not Learned.related(feats[i]) else p   # as Detector._learned
+            oof[idx[i]] = (rule[i] or p >= t, p, t)
+    return oof, ths
+
+
+def report(ex, oof, title: str) -> dict:
+    """Per file and pooled: P/R/F1, hard-negative alarms, per category and subtype."""
+    out = {}
+    files = sorted({e[0] for e in ex})
+    for scope in files + ["pooled"]:
+        rows = [(e, oof.get(i, (False, 0, 0))[0]) for i, e in enumerate(ex)
+                if scope == "pooled" or e[0] == scope]
+        tot = defaultdict(lambda: [0, 0, 0])
+        hn, hn_alarm = set(), set()
+        for e, flag in rows:
+            c = e[1]
+            keys = ["all", "cat:" + (c["memories"][e[2]].get("category") or c.get("category") or "?")]
+            if c.get("subtype"):
+                keys.append("sub:" + c["subtype"])
+            for k in keys:
+                tot[k][0] += bool(flag and e[4])
+                tot[k][1] += bool(flag and not e[4])
+                tot[k][2] += bool(not flag and e[4])
+            if c.get("hard_negative"):
+                hn.add(c["id"])
+                if flag:
+                    hn_alarm.add(c["id"])
+        res = {}
+        for k, (tp, fp, fn) in sorted(tot.items()):
+            p = tp / (tp + fp) if tp + fp else 0.0
+            r = tp / (tp + fn) if tp + fn else 0.0
+            f = 2 * p * r / (p + r) if p + r else 0.0
+            res[k] = {"tp": tp, "fp": fp, "fn": fn, "P": round(p, 3), "R": round(r, 3), "F1": round(f, 3)}
+        res["hard_negative_alarms"] = f"{len(hn_alarm)}/{len(hn)}"
+        out[scope] = res
+        a = res["all"]
+        print(f"{title} {Path(scope).name:<28} P={a['P']:.3f} R={a['R']:.3f} F1={a['F1']:.3f} "
+              f"tp={a['tp']} fp={a['fp']} fn={a['fn']} hard-neg alarms {res['hard_negative_alarms']}")
+    return out
+
+
+def write_oof(ex, oof, folder: Path, tag: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    by_file = defaultdict(lambda: defaultdict(list))
+    for i, e in enumerate(ex):
+        by_file[e[0]][e[1]["id"]]
+        if oof.get(i, (False,))[0]:
+            by_file[e[0]][e[1]["id"]].append(e[2])
+    for name, preds in by_file.items():
+        with open(folder / f"oof-{tag}-{Path(name).stem}.jsonl", "w", encoding="utf-8") as f:
+            for cid, flagged in preds.items():
+                f.write(json.dumps({"id": cid, "contradicted": sorted(flagged), "update": None}) + "\n")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("cases", nargs="+")
+    ap.add_argument("--embeddings", action="store_true", help="fit the embeddings mode (cosine features)")
+    ap.add_argument("--folds", type=int, default=5)
+    ap.add_argument("--C", type=float, default=2.0, help="inverse L2 strength of the pair model")
+    ap.add_argument("--min-precision", type=float, default=0.8,
+                    help="inner-CV threshold: the lowest at which the model's additions keep this precision")
+    ap.add_argument("--write", action="store_true", help="write the fitted weights into rules/")
+    ap.add_argument("--oof-dir", default=None, help="write out-of-fold predictions (score.py format) here")
+    ap.add_argument("--report-json", default=None)
+    ap.add_argument("--reuse-topics", action="store_true", help="keep rules/topic_model.json as it is")
+    a = ap.parse_args(argv)
+
+    if a.reuse_topics and TOPIC_FILE.exists():
+        topic = json.loads(TOPIC_FILE.read_text())
+        acc = topic["cv_accuracy_by_template"]
+    else:
+        topic, acc = train_topics()
+    print(f"topic model: {topic['trained_on']}; accuracy {acc:.3f} (5-fold CV grouped by template)")
+    embedder = protos = None
+    if a.embeddings:
+        from memwatch_overlay.overlay.detect.embeddings import Embedder
+        embedder = Embedder()
+        protos = build_prototypes(topic, embedder)
+    learned = Learned(topic, {"modes": {}}, *load_cues(), prototypes=protos)
+    cases = {p: load_cases(p) for p in a.cases}
+    if embedder is not None:
+        embedder.embed(sorted({c["new_text"] for cs in cases.values() for c in cs}
+                              | {m["text"] for cs in cases.values() for c in cs for m in c["memories"]}))
+    ex = pair_examples(cases, learned, embedder)
+    mode = "embeddings" if a.embeddings else "rules"
+    print(f"{len(ex)} pairs, {sum(e[4] for e in ex)} contradicted; mode {mode}")
+    rules_only = {i: (e[5] and not e[6], 0, 0) for i, e in enumerate(ex)}
+    rep = {"rules_alone": report(ex, rules_only, "rules alone      ")}
+    own = own_examples(learned, embedder)
+    print(f"{len(own)} own labelled pairs (tests/contradiction_cases.py) added to every training fold")
+    oof, ths = cross_validate(ex, a.folds, a.C, a.min_precision, own)
+    print(f"outer-fold thresholds (nested grouped CV): {ths}")
+    rep["cv"] = report(ex, oof, f"{a.folds}-fold grouped OOF")
+    if a.oof_dir:
+        write_oof(ex, oof, Path(a.oof_dir), mode)
+    if a.report_json:
+        Path(a.report_json).write_text(json.dumps(rep, indent=1))
+    if a.write:
+        keep = [e for e in ex if not e[6]]
+        v, m = _fit([e[3] for e in keep] + [o[0] for o in own], [e[4] for e in keep] + [o[1] for o in own], a.C)
+        weights = {name: round(float(w), 4) for name, w in zip(v.feature_names_, m.coef_[0]) if abs(w) >= 1e-4}
+        pair = json.loads(PAIR_FILE.read_text()) if PAIR_FILE.exists() else {"version": 1, "modes": {}}
+        pair["modes"][mode] = {"bias": round(float(m.intercept_[0]), 4), "weights": weights,
+                               "threshold": statistics.median(ths), "C": a.C,
+                               "trained_on": [Path(p).name for p in a.cases] + ["tools/slot_corpus.py"],
+                               "pairs": len(keep)}
+        TOPIC_FILE.write_text(json.dumps(topic, separators=(",", ":")) + "\n")
+        if protos is not None:
+            PROTO_FILE.write_text(json.dumps(protos, separators=(",", ":")) + "\n")
+        PAIR_FILE.write_text(json.dumps(pair, indent=1, sort_keys=True) + "\n")
+        print(f"wrote {TOPIC_FILE.relative_to(ROOT)} and {PAIR_FILE.relative_to(ROOT)} [{mode}]")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
