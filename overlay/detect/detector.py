@@ -55,7 +55,7 @@ _VALUE_TEXT = re.compile(r"[\w][\w .,&'@+/-]*")    # what a key-value memory's v
 # Slot modes whose older reading may be outdated whatever its kind; in the others only an
 # assertion can be (an ending, "handed in my notice", holds no value a newer fact replaces).
 _ANY_KIND_OUTDATED = ("polar", "number")
-DEFAULT_CACHE_SIZE = 4096
+DEFAULT_CACHE_SIZE = 16384      # readings kept: a daemon walks a changed subject's block again
 KEY_VALUE_CONFIDENCE = 0.9
 _DAY = 86400.0
 
@@ -118,7 +118,8 @@ class Detector:
         self.min_confidence = min_confidence
         self.comparisons = 0
         self.confirmed: list[str] = []   # refs the last compare() found restated by the newer fact
-        self._cache: OrderedDict[tuple[str, str], Reading] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, str, str], Reading] = OrderedDict()
+        self._terms: OrderedDict[tuple[str, str, str], tuple[frozenset, frozenset]] = OrderedDict()
         self._cache_size = cache_size
 
     # ------------------------------------------------------------ public API
@@ -266,10 +267,30 @@ class Detector:
         ``read``): a fact about Alice does not meet every other fact naming Alice.
         """
         if isinstance(fact, FactView):
-            r, key = self.read(fact), self._own_key(fact)
-            names = subject_words(fact.subject)
+            offers, wants = self.offers_and_wants(fact)
+            return {("offer", *t) for t in offers} | {("want", *t) for t in wants}
+        return self._index_terms(fact, None, frozenset())
+
+    def offers_and_wants(self, fact: FactView) -> tuple[frozenset[tuple], frozenset[tuple]]:
+        """``index_terms`` of a fact split by role, without the role (cached like ``read``)."""
+        ck = (fact.text or "", fact.subject or "", fact.key or "")
+        got = self._terms.get(ck)
+        if got is None:
+            offers, wants = set(), set()
+            for role, *term in self._index_terms(self.read(fact), self._own_key(fact),
+                                                 subject_words(fact.subject)):
+                (offers if role == "offer" else wants).add(tuple(term))
+            for t in self.learned_terms(fact):      # the learned layer relates facts by topic
+                offers.add(tuple(t))
+                wants.add(tuple(t))
+            got = self._terms[ck] = (frozenset(offers), frozenset(wants))
+            if len(self._terms) > self._cache_size:
+                self._terms.popitem(last=False)
         else:
-            r, key, names = fact, None, frozenset()
+            self._terms.move_to_end(ck)
+        return got
+
+    def _index_terms(self, r: Reading, key: str | None, names: frozenset[str]) -> set[tuple]:
         out: set[tuple] = set()
         for s in r.slots:
             if s.mode == "multi":
@@ -297,9 +318,6 @@ class Detector:
         if key and (sd is None or sd.mode in ("single", "number", "progress")):
             k = key.strip().lower()         # the key rule (_key_value) holds one value per key
             out |= {("offer", "key", k), ("want", "key", k)}
-        if isinstance(fact, FactView):
-            for t in self.learned_terms(fact):      # the learned layer relates facts by topic
-                out |= {("offer", *t), ("want", *t)}
         return out
 
     # ------------------------------------------------------------ one pair
