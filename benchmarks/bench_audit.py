@@ -1,6 +1,6 @@
 """Audit throughput and memory against raw scans, contradiction checks, and memlife as the peer.
 
-    python benchmarks/bench_audit.py [--sizes 10000,100000,1000000] [--repeat 3]
+    python benchmarks/bench_audit.py [--sizes 10000,100000,1000000] [--one-user 10000] [--repeat 3]
         [--large-repeat 1] [--pg-dsn postgresql://postgres@127.0.0.1:5432/postgres | --no-pg]
         [--pg-sizes 10000,100000] [--pg-overlay-sizes 10000,100000]
         [--check 1000:100000] [--memlife 1000] [--json]
@@ -14,7 +14,12 @@ every ratio compares figures measured in this run. Times are medians of --repeat
             detection on (the default) and off (`[detector] enabled = false`), and a re-audit of
             the unchanged store, each against a raw sqlite3 scan of the same columns. The table
             holds 20 facts per user (six keys), so a user's block stays the same size as
-            the store grows;
+            the store grows. Beside them, as a user runs it: the console script
+            (`memwatch-overlay audit STORE --overlay … --as-of …`, default table output, detection
+            off) for a first audit and a re-audit of the unchanged store; and the JSON report's
+            share of the audit against SQLite's own `json_object` stream of the same facts;
+  one user  the same audit of a store whose --one-user N memories all belong to one user (one
+            block per key: detection's worst case);
   postgres  the same table in a throwaway database, against a raw psycopg server-side cursor;
   pg overlay the SQLite store audited into an overlay in Postgres, against the same audit into
             a SQLite overlay file;
@@ -84,6 +89,44 @@ with open(os.devnull, "w") as out:
 n = result.summary["total"]
 result.close()
 print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, n, judged)
+"""
+
+# argv: the command line (the console script, run as `python -m memwatch_overlay`); its output
+# goes to /dev/null (a terminal would add rich's rendering to a table, not more rows); prints
+# seconds, the child's peak RSS, 0. Exit 1 (the gate failed) is a result, not an error.
+CLI = """
+import subprocess, sys, time, resource
+t = time.perf_counter()
+p = subprocess.run([sys.executable, "-m", "memwatch_overlay", *sys.argv[1:]], stdout=subprocess.DEVNULL,
+                   stderr=subprocess.PIPE)
+s = time.perf_counter() - t
+if p.returncode not in (0, 1):
+    sys.exit(p.stderr.decode())
+print(s, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, 0)
+"""
+
+# argv: overlay ; SQLite's own JSON of the report's facts (json_object per row, the same
+# columns, streamed to /dev/null): what a report produced by SQL alone would cost
+JSON_STREAM = """
+import os, sqlite3, sys, time, resource
+t = time.perf_counter()
+conn = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
+n = 0
+with open(os.devnull, "w") as out:
+    for (line,) in conn.execute(\"\"\"SELECT json_object('source', s.name, 'table', f.tbl, 'pk', json(f.pk),
+            'ref', f.ref, 'subject', f.subject, 'key', f.key, 'text', f.text, 'category', f.category,
+            'created_at', strftime('%Y-%m-%dT%H:%M:%SZ', f.created_at, 'unixepoch'),
+            'updated_at', strftime('%Y-%m-%dT%H:%M:%SZ', f.updated_at, 'unixepoch'), 'age_days', f.age_days,
+            'freshness', f.freshness, 'label', f.label, 'days_left', f.days_left,
+            'days_until_expired', f.days_until_expired,
+            'expires_at', strftime('%Y-%m-%dT%H:%M:%SZ', f.expires_at, 'unixepoch'), 'expired_by', f.expired_by,
+            'confidence', f.confidence, 'status', f.status, 'contradicted_by', json('[]'),
+            'first_seen', strftime('%Y-%m-%dT%H:%M:%SZ', f.first_seen, 'unixepoch'), 'annotations', json('[]'))
+            FROM facts f JOIN sources s ON s.id = f.source_id WHERE f.status != 'forgotten' ORDER BY f.id\"\"\"):
+        out.write(line)
+        out.write(",\\n")
+        n += 1
+print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, n)
 """
 
 # argv: store overlay ; the floor of any overlay: one INSERT ... SELECT that copies the same
@@ -176,12 +219,12 @@ def agent_rows(n: int, seed: int = 1, value_offset: int = 0, users: int | None =
                (base - dt.timedelta(days=rnd.random() * 900)).strftime("%Y-%m-%d %H:%M:%S"))
 
 
-def build_store(path: Path, n: int) -> None:
+def build_store(path: Path, n: int, users: int | None = None) -> None:
     conn = sqlite3.connect(path)
     conn.execute("CREATE TABLE agent_facts (id INTEGER PRIMARY KEY, user_id TEXT, fact_key TEXT, "
                  "fact_value TEXT, created_at TEXT)")
     conn.executemany("INSERT INTO agent_facts (user_id, fact_key, fact_value, created_at) VALUES (?, ?, ?, ?)",
-                     agent_rows(n))
+                     agent_rows(n, users=users))
     conn.commit()
     conn.close()
 
@@ -212,29 +255,47 @@ def no_detector_config(folder: Path) -> Path:
     return path
 
 
-def bench_sqlite(tmp: Path, sizes: list[int], repeat: int, large_repeat: int, out: list[dict]) -> None:
+def bench_sqlite(tmp: Path, sizes: list[int], repeat: int, large_repeat: int, out: list[dict],
+                 users: int | None = None) -> None:
     off = no_detector_config(tmp)
-    print("audit (SQLite store)  times: median seconds; ratio = audit / raw scan; RSS = peak MB")
+    who = "" if users is None else f", {users} user(s)"
+    print(f"audit (SQLite store{who})  times: median seconds; ratio = audit / raw scan; RSS = peak MB")
     for n in sizes:
         reps = repeat if n <= 100_000 else large_repeat
-        store = tmp / f"agent_{n}.db"
-        build_store(store, n)
+        tag = f"{n}" if users is None else f"{n}_u{users}"
+        store = tmp / f"agent_{tag}.db"
+        build_store(store, n, users)
         raw, rss_raw, _ = median_runs(reps, RAW_SCAN, store)
         floors = [measure(FLOOR, store, tmp / f"overlay_floor_{n}_{i}.db") for i in range(reps)]
         floor = median_of(floors)
         row = {"store": "sqlite", "rows": n, "repeat": reps, "raw_s": round(raw, 3), "raw_rss_mb": round(rss_raw),
                "floor_s": round(floor, 3)}
+        if users is not None:
+            row["users"] = users
         for name, extra in (("audit_nodetect", [off]), ("audit", [])):
             runs = []
             for i in range(reps):                       # a fresh overlay each time: a first audit
-                overlay = tmp / f"overlay_{name}_{n}_{i}.db"
+                overlay = tmp / f"overlay_{name}_{tag}_{i}.db"
                 runs.append(measure(AUDIT, store, overlay, AS_OF, *extra))
                 assert runs[-1][2] == n, (runs[-1], n)
             row[f"{name}_s"] = round(median_of(runs), 3)
             row[f"{name}_judged_s"] = round(median_of(runs, 3), 3)
             row[f"{name}_rss_mb"] = round(peak_mb(runs))
-        reaudit, rss, _ = median_runs(reps, AUDIT, store, tmp / f"overlay_audit_{n}_0.db", AS_OF)
+        reaudit, rss, _ = median_runs(reps, AUDIT, store, tmp / f"overlay_audit_{tag}_0.db", AS_OF)
         row["reaudit_s"], row["reaudit_rss_mb"] = round(reaudit, 3), round(rss)
+        # as a user runs it: the console script, default table output, detection off
+        cli_first, cli_re = [], []
+        for i in range(reps):
+            overlay = tmp / f"overlay_cli_{tag}_{i}.db"
+            command = ["audit", store, "--overlay", overlay, "--as-of", AS_OF, "--config", off]
+            cli_first.append(measure(CLI, *command))
+            cli_re.append(measure(CLI, *command))
+        row["cli_nodetect_s"], row["cli_nodetect_rss_mb"] = round(median_of(cli_first), 3), round(peak_mb(cli_first))
+        row["cli_reaudit_nodetect_s"] = round(median_of(cli_re), 3)
+        row["cli_reaudit_nodetect_rss_mb"] = round(peak_mb(cli_re))
+        stream, _, _ = median_runs(reps, JSON_STREAM, tmp / f"overlay_audit_nodetect_{tag}_0.db")
+        row["json_stream_s"] = round(stream, 3)
+        row["json_report_s"] = round(row["audit_nodetect_s"] - row["audit_nodetect_judged_s"], 3)
         out.append(row)
         print(f"{n:>9,} rows  raw {raw:7.3f}s ({rss_raw:.0f} MB)  SQL-only floor {floor:6.3f}s {floor / raw:5.1f}x\n"
               f"    audit, detection off {row['audit_nodetect_s']:8.3f}s {row['audit_nodetect_s'] / raw:6.1f}x"
@@ -243,7 +304,13 @@ def bench_sqlite(tmp: Path, sizes: list[int], repeat: int, large_repeat: int, ou
               f"    audit, detection on  {row['audit_s']:8.3f}s {row['audit_s'] / raw:6.1f}x"
               f" (without the JSON report {row['audit_judged_s']:7.3f}s {row['audit_judged_s'] / raw:5.1f}x)"
               f" {row['audit_rss_mb']:4d} MB\n"
-              f"    re-audit (unchanged) {reaudit:8.3f}s {reaudit / raw:6.1f}x {rss:4.0f} MB  (n={reps})", flush=True)
+              f"    re-audit (unchanged) {reaudit:8.3f}s {reaudit / raw:6.1f}x {rss:4.0f} MB\n"
+              f"    as a user runs it (console script, table output, detection off): first audit "
+              f"{row['cli_nodetect_s']:8.3f}s {row['cli_nodetect_s'] / raw:6.1f}x {row['cli_nodetect_rss_mb']:4d} MB,"
+              f" re-audit {row['cli_reaudit_nodetect_s']:8.3f}s {row['cli_reaudit_nodetect_s'] / raw:6.1f}x"
+              f" {row['cli_reaudit_nodetect_rss_mb']:4d} MB\n"
+              f"    JSON report of the facts {row['json_report_s']:7.3f}s vs SQLite's json_object stream"
+              f" {stream:7.3f}s ({row['json_report_s'] / stream:.1f}x)  (n={reps})", flush=True)
 
 
 def bench_postgres(tmp: Path, dsn: str, sizes: list[int], repeat: int, large_repeat: int, out: list[dict]) -> None:
@@ -400,6 +467,7 @@ def bench_memlife(tmp: Path, n: int, repeat: int, out: list[dict]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="10000,100000,1000000")
+    ap.add_argument("--one-user", type=int, default=10000, help="memories of a one-user store, 0 to skip")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--large-repeat", type=int, default=1, help="runs for sizes above 100,000")
     ap.add_argument("--pg-dsn", default=os.environ.get("MEMWATCH_TEST_PG_DSN",
@@ -418,6 +486,8 @@ def main() -> None:
         sizes = [int(s) for s in args.sizes.split(",") if s]
         if sizes:
             bench_sqlite(tmp, sizes, args.repeat, args.large_repeat, results)
+        if args.one_user:
+            bench_sqlite(tmp, [args.one_user], args.repeat, args.large_repeat, results, users=1)
         if not args.no_pg and args.pg_sizes:
             bench_postgres(tmp, args.pg_dsn, [int(s) for s in args.pg_sizes.split(",")], args.repeat,
                            args.large_repeat, results)

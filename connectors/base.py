@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import abc
 import json
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Iterable, Iterator
 
+from memwatch_overlay.core.errors import ConnectorError
 from memwatch_overlay.rules.config import SourceConfig
 from memwatch_overlay.core.vocab import Status
 
@@ -53,6 +56,29 @@ class Record:
         """When the memory was (re-)learned: updated_at counts as re-learned."""
         times = [t for t in (self.created_at, self.updated_at) if t is not None]
         return max(times) if times else None
+
+
+def require_readable_file(path: Path, what: str = "store file") -> None:
+    """ConnectorError unless `path` is a regular file we may read.
+
+    A FIFO, a device or a socket would block a read forever (or never end), so they are
+    refused before anything opens them; links are followed (the file they name counts).
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise ConnectorError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise ConnectorError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(st.st_mode):
+        return    # folders are the caller's to judge (LanceDB tables, store folders)
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode) else
+                "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else
+                "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
+        raise ConnectorError(f"{path}: is {kind}, not a {what}")
+    if not os.access(path, os.R_OK):
+        raise ConnectorError(f"{path}: cannot read (Permission denied)")
 
 
 def make_ref(source: str, table: str, pk: dict[str, str]) -> str:

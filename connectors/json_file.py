@@ -21,7 +21,7 @@ from typing import Any, Iterator
 from memwatch_overlay.core.errors import ConnectorError
 from memwatch_overlay.core.timeparse import parse_timestamp
 from memwatch_overlay.rules.config import MAPPING_KEYS, SourceConfig
-from memwatch_overlay.connectors.base import Connector, Record, TableInfo
+from memwatch_overlay.connectors.base import Connector, Record, TableInfo, require_readable_file
 from memwatch_overlay.connectors.paths import (
     RecordPath,
     chain_of,
@@ -68,13 +68,47 @@ def json_format(path: Path) -> str:
         if not first.strip() or not first.endswith(b"\n"):
             return "json"
         try:
-            value = json.loads(first)
+            value = loads_hostile(first)
         except ValueError:
             return "json"
         if not isinstance(value, (dict, list)):
             return "json"
         rest = any(raw.strip() for raw in fh)
     return "jsonl" if rest else "json"
+
+
+SKIP_CHUNK = 1024 * 1024        # bytes read at a time while skipping an over-long line
+
+
+def read_lines(fh, limit: int) -> Iterator[tuple[bytes | None, int]]:
+    """(line, length in bytes) for each line of a binary file, streamed.
+
+    A line longer than `limit` bytes is never held in memory: it is read past in chunks and
+    given as (None, its length), or (None, -length) when the file ends before its newline.
+    """
+    while True:
+        raw = fh.readline(limit + 1)
+        if not raw:
+            return
+        if len(raw) <= limit or raw.endswith(b"\n"):
+            yield raw, len(raw)
+            continue
+        size = len(raw)
+        while True:
+            chunk = fh.readline(SKIP_CHUNK)
+            size += len(chunk)
+            if not chunk or chunk.endswith(b"\n"):
+                break
+        yield None, (size if chunk.endswith(b"\n") else -size)
+
+
+def loads_hostile(raw: bytes | str):
+    """json.loads, with the errors hostile input causes as ValueError: nesting deeper than the
+    interpreter can follow (RecursionError), an integer past Python's digit limit."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
 
 
 def _parse_error(path: Path, exc: json.JSONDecodeError, line: int | None = None) -> str:
@@ -95,9 +129,11 @@ def load_json(path: Path) -> tuple[Any, bytes]:
     if not text.strip():
         raise ConnectorError(f"{path}: empty file, not JSON")
     try:
-        return json.loads(text), data
+        return loads_hostile(text), data
     except json.JSONDecodeError as exc:
         raise ConnectorError(_parse_error(path, exc)) from None
+    except ValueError as exc:        # too deep, or an integer with thousands of digits
+        raise ConnectorError(f"{path}: cannot read this JSON: {str(exc).splitlines()[0]}") from None
 
 
 def prefix_digest(fh, offset: int) -> str:
@@ -132,8 +168,7 @@ def describe_file(path: Path) -> list[TableInfo]:
     Collections nested one level inside those records are listed too.
     """
     path = Path(path)
-    if not path.exists():
-        raise ConnectorError(f"{path}: no such file")
+    require_readable_file(path, "JSON file")
     if json_format(path) == "jsonl":
         values = []
         first_error = None
@@ -144,7 +179,7 @@ def describe_file(path: Path) -> list[TableInfo]:
                 if not raw.strip():
                     continue
                 try:
-                    values.append(json.loads(raw))
+                    values.append(loads_hostile(raw))
                 except ValueError as exc:
                     if first_error is None and isinstance(exc, json.JSONDecodeError) and raw.endswith(b"\n"):
                         first_error = _parse_error(path, exc, n)
@@ -232,8 +267,7 @@ class JsonConnector(Connector):
         path = self.source.resolved_path
         if path is None:
             raise ConnectorError(f"source {self.source.name!r}: no path given")
-        if not path.exists():
-            raise ConnectorError(f"{path}: no such file")
+        require_readable_file(path, "JSON file")
         if path.is_dir():
             raise ConnectorError(f"{path}: is a directory, not a JSON file")
         for key in UNSUPPORTED_KEYS:
@@ -330,9 +364,16 @@ class JsonConnector(Connector):
             pos = start
             done_pos, done_line = start, line_no
             open_line = False
-            for raw in fh:
+            limit = self.source.max_line_bytes
+            for raw, size in read_lines(fh, limit):
                 line_no += 1
-                pos += len(raw)
+                pos += abs(size)
+                if raw is None:
+                    if size > 0:     # a whole line, too long to read: skipped (a torn last line waits)
+                        self.warn(f"{path}:{line_no}: line of {size} bytes is longer than max_line_bytes = "
+                                  f"{limit}; line skipped")
+                        done_pos, done_line = pos, line_no
+                    continue
                 complete = raw.endswith(b"\n")
                 if not raw.strip():
                     if complete:
@@ -340,7 +381,7 @@ class JsonConnector(Connector):
                     continue
                 self.rows_read += 1
                 try:
-                    value = json.loads(raw)
+                    value = loads_hostile(raw)
                 except UnicodeDecodeError:
                     if complete:
                         self.warn(f"{path}:{line_no}: not UTF-8 text; line skipped")
@@ -351,6 +392,12 @@ class JsonConnector(Connector):
                         self.warn(_parse_error(path, exc, line_no) + "; line skipped")
                         done_pos, done_line = pos, line_no
                     # else: the writer is still writing this last line; read it next time
+                    continue
+                except ValueError as exc:    # nested too deeply, an integer of thousands of digits
+                    if complete:
+                        self.warn(f"{path}:{line_no}: cannot read this JSON ({str(exc).splitlines()[0]}); "
+                                  "line skipped")
+                        done_pos, done_line = pos, line_no
                     continue
                 if not complete and not isinstance(value, (dict, list)):
                     continue   # `12` may yet become `123`: wait for the newline
@@ -375,7 +422,12 @@ class JsonConnector(Connector):
         for value, trail in self.select(doc):
             if self.format == "json":
                 self.rows_read += 1
-            rec = self.to_record(doc, value, trail)
+            try:
+                rec = self.to_record(doc, value, trail)
+            except (RecursionError, ValueError) as exc:   # a value too deep or too long to turn into text
+                self.warn(f"{self._where(doc, trail)}: cannot read this record "
+                          f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); skipped")
+                continue
             if rec is not None:
                 yield rec
 

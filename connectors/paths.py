@@ -55,7 +55,7 @@ def maybe_json(value: Any) -> Any:
         if stripped[:1] in ("{", "["):
             try:
                 return json.loads(value)
-            except ValueError:
+            except (ValueError, RecursionError):   # not JSON, or too deep / too long a number to read
                 return value
     return value
 

@@ -34,6 +34,9 @@ from memwatch_overlay.connectors.base import Record, TableInfo
 from memwatch_overlay.connectors.tabular import TableConnector, _pk_text
 
 DEFAULT_CONNECT_TIMEOUT = 10     # seconds; a DSN's own connect_timeout wins
+DEFAULT_TIMEOUT_SECONDS = 120.0  # statement_timeout of a read (a source's timeout_seconds wins)
+IDLE_IN_TRANSACTION_MS = 60_000  # a transaction left open by a killed client ends after this
+CONNECTION_CHECK_MS = 2_000      # how often a running statement checks its client is still there
 ITERSIZE = 10_000                # rows per server-side cursor round trip
 WATERMARK_OVERLAP = 60.0         # seconds re-read below the watermark on each incremental read
 FETCH_BATCH = 500                # keys per lookup statement of fetch()
@@ -89,8 +92,16 @@ def _one_line(exc: BaseException, dsn: str | None) -> str:
     return scrub(text, dsn)
 
 
-def connect(dsn: str) -> psycopg.Connection:
-    """A read-only, UTC session; ConnectorError (password-free) when it cannot be had."""
+def connect(dsn: str, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> psycopg.Connection:
+    """A read-only, UTC session with a statement timeout; ConnectorError (password-free)
+    when it cannot be had.
+
+    `statement_timeout` ends any one statement (a `pg_sleep` in a `where`, a runaway
+    query) after `timeout_seconds`; `idle_in_transaction_session_timeout` ends the session if
+    a transaction is left open (a client killed mid-read keeps no snapshot on the bot's
+    database), and `client_connection_check_interval` lets the server notice a vanished
+    client during a long statement instead of running on.
+    """
     shown = scrub(redact_dsn(dsn), dsn)
     try:
         params = pg_conninfo.conninfo_to_dict(dsn)
@@ -105,12 +116,57 @@ def connect(dsn: str) -> psycopg.Connection:
     try:
         conn.execute("SET default_transaction_read_only = on")
         conn.execute("SET TIME ZONE 'UTC'")
+        ms = max(1, int(timeout_seconds * 1000))
+        conn.execute(f"SET statement_timeout = {ms}")
+        conn.execute(f"SET idle_in_transaction_session_timeout = {max(ms, IDLE_IN_TRANSACTION_MS)}")
+        if conn.info.server_version >= 140000:
+            conn.execute(f"SET client_connection_check_interval = {CONNECTION_CHECK_MS}")
         conn.autocommit = False
         conn.read_only = True
     except psycopg.Error as exc:
         conn.close()
         raise ConnectorError(f"{shown}: cannot set up a read-only session: {_one_line(exc, dsn)}") from None
     return conn
+
+
+_PRIVILEGE_SQL = """
+SELECT r.rolsuper,
+       EXISTS (SELECT 1 FROM pg_catalog.pg_proc p
+               WHERE p.proname IN ('dblink', 'dblink_exec', 'dblink_connect', 'dblink_connect_u')
+                 AND pg_catalog.has_function_privilege(p.oid, 'EXECUTE')),
+       EXISTS (SELECT 1 FROM pg_catalog.pg_foreign_data_wrapper w
+               WHERE pg_catalog.has_foreign_data_wrapper_privilege(w.oid, 'USAGE'))
+FROM pg_catalog.pg_roles r WHERE r.rolname = current_user
+"""
+
+
+def privilege_warning(conn: psycopg.Connection) -> str | None:
+    """A warning when the session's role could write despite READ ONLY, else None.
+
+    A superuser can do anything a function lets it (COPY TO PROGRAM, untrusted languages);
+    a role that may call dblink or use a foreign-data wrapper can open a second connection
+    that no READ ONLY transaction covers. memwatch's `where`/`query` allow-list (only pure
+    functions, rules/sql_functions.py) keeps its own SQL from doing so; the warning says the
+    role is broader than a reader needs (docs/postgres-sources.md: a read-only role).
+    """
+    try:
+        row = conn.execute(_PRIVILEGE_SQL).fetchone()
+        conn.rollback()
+    except psycopg.Error:
+        try:
+            conn.rollback()
+        except psycopg.Error:
+            pass
+        return None
+    if row is None:
+        return None
+    superuser, dblink, fdw = row
+    why = [w for w, on in (("is a superuser", superuser), ("may call dblink", dblink),
+                           ("may use a foreign-data wrapper (postgres_fdw)", fdw)) if on]
+    if not why:
+        return None
+    return ("WARNING: this role " + " and ".join(why) + "; a read-only session does not bind a second "
+            "connection. Connect memwatch as a role with SELECT only (docs/postgres-sources.md)")
 
 
 def _qualified(schema: str, name: str) -> str:
@@ -169,6 +225,7 @@ class PostgresConnector(TableConnector):
         self._tables: list[TableInfo] | None = None
         self._details: dict[str, dict] = {}
         self._column_types: dict[str, int] | None = None
+        self._privilege_note: str | None = None   # a privileged role, told with the first read
 
     # -- lifecycle ---------------------------------------------------------------------
     def open(self) -> None:
@@ -182,7 +239,10 @@ class PostgresConnector(TableConnector):
             key = "path" if self.source.path else "records"
             raise ConnectorError(f"source {self.source.name!r}: `{key}` does not apply to a postgres source")
         self.dsn = dsn
-        self.conn = connect(dsn)
+        self.conn = connect(dsn, self.source.timeout_seconds)
+        # told with the first read (a sync counts the warnings its reads add)
+        problem = privilege_warning(self.conn)
+        self._privilege_note = f"{self.shown}: {problem}" if problem else None
 
     def close(self) -> None:
         if self.conn is not None:
@@ -203,7 +263,11 @@ class PostgresConnector(TableConnector):
             self.conn.rollback()
         except (psycopg.Error, AttributeError):
             pass
-        return ConnectorError(f"{self.shown}: {doing}: {_one_line(exc, self.dsn)}")
+        message = _one_line(exc, self.dsn)
+        if isinstance(exc, psycopg.errors.QueryCanceled):
+            message += (f" (the read took longer than timeout_seconds = {self.source.timeout_seconds:g};"
+                        " raise it in this source's [[sources]] entry if the store is that slow)")
+        return ConnectorError(f"{self.shown}: {doing}: {message}")
 
     def describe(self) -> list[TableInfo]:
         if self._tables is None:
@@ -335,10 +399,13 @@ class PostgresConnector(TableConnector):
         if self.conn is None or self.conn.closed or self.conn.broken:
             if self.conn is not None:
                 self.conn.close()
-            self.conn = connect(self.dsn)
+            self.conn = connect(self.dsn, self.source.timeout_seconds)
 
     def read(self, cursor: dict | None = None) -> Iterator[Record]:
         self._ensure_connected()
+        if self._privilege_note:
+            self.warn(self._privilege_note)
+            self._privilege_note = None
         columns = self.query_columns()
         mapping = self.mapping(columns)
         pks = self._key_columns(columns)

@@ -29,7 +29,7 @@ from memwatch_overlay.connectors.postgres import (
     scrub,
 )
 from memwatch_overlay.connectors.sqlguard import column, table
-from memwatch_overlay.connectors.writer import Image, Key, SourceBusy, SourceWriter, WriteTxn
+from memwatch_overlay.connectors.writer import Image, Key, SourceLocked, SourceWriter, WriteTxn
 
 DIALECT = "postgres"
 LOCK_TIMEOUT_MS = 5000
@@ -197,7 +197,7 @@ class PostgresWriter(SourceWriter):
                 conn.commit()
             except _BUSY as exc:
                 conn.rollback()
-                raise SourceBusy(f"{scrub(self.source.target, self.connector.dsn)}: busy "
+                raise SourceLocked(f"{scrub(self.source.target, self.connector.dsn)}: busy "
                                  f"({_one_line(exc, self.connector.dsn)}); retried later") from None
             except psycopg.Error as exc:
                 conn.rollback()

@@ -8,10 +8,12 @@ from pathlib import Path
 from memwatch_overlay.core.errors import ConnectorError
 from memwatch_overlay.core.redact import redact_dsn
 from memwatch_overlay.rules.config import SourceConfig
-from memwatch_overlay.connectors.base import TableInfo
+from memwatch_overlay.connectors.base import TableInfo, require_readable_file
 from memwatch_overlay.connectors.presets import Match
 from memwatch_overlay.connectors.lancedb import describe_folder, is_lance_table, lance_tables
-from memwatch_overlay.connectors.presets.generic import CREATED_NAMES, TEXT_NAMES, _pick
+from memwatch_overlay.connectors.presets.generic import (CREATED_NAMES, TEXT_NAMES, UPDATED_NAMES, _pick,
+                                                         optional_fields)
+from memwatch_overlay.core.tomltext import toml_string
 from memwatch_overlay.connectors.registry import kind_of_class, preset_classes
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -33,8 +35,7 @@ def kind_of(target: str) -> str:
     if target.startswith(("postgresql://", "postgres://")):
         return "postgres"
     path = Path(target)
-    if not path.exists():
-        raise ConnectorError(f"{target}: no such file")
+    require_readable_file(path)
     if path.is_dir():
         if is_lance_table(path) or lance_tables(path):
             return "lancedb"
@@ -129,12 +130,12 @@ def hint_table(tables: list[TableInfo]) -> TableInfo | None:
 def mapping_snippet(det: Detection) -> str:
     """The [[sources]] entry to write when detection fails, filled with what was seen."""
     target = redact_dsn(det.target)
-    where = f'dsn = "{target}"' if det.kind == "postgres" else f'path = "{target}"'
+    where = f"dsn = {toml_string(target)}" if det.kind == "postgres" else f"path = {toml_string(target)}"
     first = hint_table(det.tables)
     cols = first.columns if first else []
-    lines = ["# memwatch.toml", "[[sources]]", 'name = "bot"', f'connector = "{det.kind}"', where]
+    lines = ["# memwatch.toml", "[[sources]]", 'name = "bot"', f"connector = {toml_string(det.kind)}", where]
     if det.kind == "json":
-        lines += [f'records = "{first.name if first else "[*]"}"          # which values are memories',
+        lines += [f"records = {toml_string(first.name if first else '[*]')}          # which values are memories",
                   'text = "<field holding the memory text>"      # fields: ' + ", ".join(cols),
                   'created_at = "<field holding when it was written>"   # optional for JSON',
                   '# optional: id, subject, key, updated_at, accessed_at, access_count, category',
@@ -142,9 +143,14 @@ def mapping_snippet(det: Detection) -> str:
         return "\n".join(lines)
     pk = (first.pk[0] if first and first.pk else (cols[0] if cols else "id"))
     text = _pick(cols, TEXT_NAMES)
-    created = _pick(cols, CREATED_NAMES)
-    lines += [f'table = "{first.name if first else "my_table"}"', f'id = "{pk}"',
-              f'text = "{text or "<column holding the memory text>"}"      # columns: ' + ", ".join(cols),
-              f'created_at = "{created or "<column holding when it was written>"}"',
-              '# optional: subject, key, updated_at, accessed_at, access_count, category, where']
+    created = _pick(cols, CREATED_NAMES) or _pick(cols, UPDATED_NAMES, exclude={text} if text else ())
+    lines += [f"table = {toml_string(first.name if first else 'my_table')}", f"id = {toml_string(pk)}",
+              f"text = {toml_string(text or '<column holding the memory text>')}      # columns: "
+              + ", ".join(c.replace(chr(10), " ") for c in cols),
+              f"created_at = {toml_string(created or '<column holding when it was written>')}"]
+    # what the column names make obvious (subject = "user_id", key, updated_at, ...)
+    found = optional_fields(cols, used={c for c in (text, created) if c})
+    lines += [f"{key} = {toml_string(col)}" for key, col in found.items()]
+    rest = [k for k in ("subject", "key", "updated_at", "accessed_at", "access_count", "category") if k not in found]
+    lines.append("# optional: " + ", ".join(rest + ["where"]))
     return "\n".join(lines)

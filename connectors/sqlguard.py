@@ -10,6 +10,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from memwatch_overlay.core.errors import ReadOnlyViolation
+from memwatch_overlay.rules.sql_functions import forbidden_calls
 
 _WRITES = (exp.Insert, exp.Update, exp.Delete, exp.Merge, exp.Into, exp.Lock, exp.Create,
            exp.Drop, exp.Alter, exp.Command, exp.TruncateTable)
@@ -22,10 +23,15 @@ def _first_error(exc: ParseError) -> str:
     return str(exc).splitlines()[0]
 
 
-def _refuse_writes(tree: exp.Expression, what: str, sql: str) -> None:
+def _refuse_writes(tree: exp.Expression, what: str, sql: str, dialect: str = "") -> None:
     for node in tree.walk():
         if isinstance(node, _WRITES):
             raise ReadOnlyViolation(f"{what} must be read-only; found {node.key.upper()} in {sql!r}")
+    if dialect == "postgres":
+        bad = forbidden_calls(tree)
+        if bad:
+            raise ReadOnlyViolation(f"{what} calls {', '.join(n + '()' for n in bad)}: only pure functions "
+                                    "may run in a Postgres source's SQL (see docs/postgres-sources.md)")
 
 
 def validate_query(sql: str, dialect: str, what: str = "query") -> exp.Query:
@@ -39,7 +45,7 @@ def validate_query(sql: str, dialect: str, what: str = "query") -> exp.Query:
     tree = statements[0]
     if not isinstance(tree, exp.Query):
         raise ReadOnlyViolation(f"{what} must be a SELECT, got {tree.key.upper()}: {sql!r}")
-    _refuse_writes(tree, what, sql)
+    _refuse_writes(tree, what, sql, dialect)
     return tree
 
 
@@ -52,7 +58,7 @@ def validate_condition(sql: str, dialect: str, what: str = "where") -> exp.Expre
         cond = sqlglot.condition(sql, dialect=dialect)
     except ParseError as exc:
         raise ReadOnlyViolation(f"{what} is not a valid SQL condition: {_first_error(exc)}") from None
-    _refuse_writes(cond, what, sql)
+    _refuse_writes(cond, what, sql, dialect)
     return cond
 
 

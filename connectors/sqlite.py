@@ -22,6 +22,7 @@ Deletions are found apart, by `keys()` (primary keys only) at a lower frequency.
 """
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import time
 import urllib.parse
@@ -33,18 +34,18 @@ from sqlglot import exp
 from memwatch_overlay.core.errors import ConnectorError
 from memwatch_overlay.rules.config import SourceConfig
 from memwatch_overlay.connectors import sqlguard
-from memwatch_overlay.connectors.base import Record, TableInfo
+from memwatch_overlay.connectors.base import Record, TableInfo, require_readable_file
 from memwatch_overlay.connectors.tabular import ROWID, TableConnector, _pk_text  # noqa: F401 (ROWID, _pk_text re-exported)
 
 DEFAULT_BUSY_TIMEOUT = 5.0   # seconds a read waits for a writer's lock
 FETCH_BATCH = 1000
 PAGE_ROWS = 10000            # rows per statement when a full read or a key pass pages by rowid
+PROGRESS_STEPS = 10000       # SQLite VM steps between two looks at a statement's deadline
 
 
 def open_readonly(path: Path, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> sqlite3.Connection:
     """A read-only connection that cannot write even by mistake."""
-    if not path.exists():
-        raise ConnectorError(f"{path}: no such file")
+    require_readable_file(path, "SQLite file")
     if path.is_dir():
         raise ConnectorError(f"{path}: is a directory, not a SQLite file")
     uri = "file:" + urllib.parse.quote(str(path.resolve())) + "?mode=ro"
@@ -98,6 +99,7 @@ class SqliteConnector(TableConnector):
     def __init__(self, source: SourceConfig, busy_timeout: float = DEFAULT_BUSY_TIMEOUT):
         super().__init__(source)
         self.busy_timeout = busy_timeout
+        self._deadline: float | None = None   # when the running statement must be done (monotonic)
         self.conn: sqlite3.Connection | None = None
         self._tables: list[TableInfo] | None = None
         self._inode: int | None = None
@@ -113,6 +115,10 @@ class SqliteConnector(TableConnector):
         if path is None:
             raise ConnectorError(f"source {self.source.name!r}: no path given")
         self.conn = open_readonly(path, self.busy_timeout)
+        # Every statement (and every batch fetched from it) must finish within the source's
+        # timeout_seconds: an infinite recursive CTE in a `where` ends with an error.
+        self._deadline = None
+        self.conn.set_progress_handler(self._past_deadline, PROGRESS_STEPS)
         self._inode = _inode(path)
         self._data_version = None
         self._schema_version = None
@@ -198,10 +204,25 @@ class SqliteConnector(TableConnector):
             raise ConnectorError(f"source {self.source.name!r}: give `table` or `query` in its [[sources]] entry")
         return self.table_info(self.source.table).columns
 
+    def _past_deadline(self) -> int:
+        """SQLite's progress handler: non-zero interrupts the running statement."""
+        return 1 if self._deadline is not None and time.monotonic() > self._deadline else 0
+
+    def _arm(self) -> None:
+        self._deadline = time.monotonic() + self.source.timeout_seconds
+
+    def _timed_out(self) -> ConnectorError:
+        return ConnectorError(f"{self.source.target}: a read took longer than timeout_seconds = "
+                              f"{self.source.timeout_seconds:g} and was stopped (check this source's "
+                              "where/query, or raise timeout_seconds in its [[sources]] entry)")
+
     def _execute(self, sql: str, params: tuple) -> sqlite3.Cursor:
+        self._arm()
         try:
             return self.conn.execute(sql, params)
         except sqlite3.OperationalError as exc:
+            if "interrupted" in str(exc).lower():
+                raise self._timed_out() from None
             if _is_locked(exc):
                 raise ConnectorError(f"{self.source.target}: locked by another connection for more than "
                                      f"{self.busy_timeout:g} s ({exc})") from None
@@ -215,9 +236,12 @@ class SqliteConnector(TableConnector):
         names = [d[0] for d in cur.description]
         try:
             while True:
+                self._arm()
                 try:
                     batch = cur.fetchmany(FETCH_BATCH)
                 except sqlite3.DatabaseError as exc:
+                    if "interrupted" in str(exc).lower():
+                        raise self._timed_out() from None
                     raise ConnectorError(f"{self.source.target}: read failed ({exc})") from None
                 if not batch:
                     break
@@ -341,14 +365,45 @@ class SqliteConnector(TableConnector):
             if rid is not None and (last_rowid is None or rid > last_rowid):
                 last_rowid = rid
             if scan_updates:
-                mark.see(row.get(watermark), rid)
+                mark.see(row.get(watermark), rid, _row_digest(row))
             rec = self.row_to_record(row, pks, mapping)
             if rec is not None:
                 yield rec
+        if incremental and scan_updates and use_rowid and cursor.get("at_mark"):
+            yield from self._recheck_mark(wanted, watermark, cursor, mark, pks, mapping)
         if scan_updates:
             self.cursor = {"rowid": last_rowid, **mark.as_cursor(), "scanned_at": now}
         else:
             self.cursor = {**cursor, "rowid": last_rowid}
+
+    def _recheck_mark(self, wanted: list[str], watermark: str, cursor: dict, mark: "_Mark",
+                      pks: list[str], mapping: dict) -> Iterator[Record]:
+        """Rows already read at the mark, read again: a second write to the same row within
+        the same clock second leaves `updated_at` equal to the mark, so only its content tells.
+
+        At most MARK_ROWIDS rows, by rowid; a row whose content is unchanged is not counted in
+        rows_read nor yielded (bulk rows past MARK_ROWIDS are remembered by the largest rowid
+        only and not rechecked: docs/daemon.md).
+        """
+        seen = [int(r) for r in cursor["at_mark"]]
+        known = cursor.get("mark_hashes") or {}
+        col = sqlguard.column(watermark)
+        stmt = self._select(wanted, True).where(exp.and_(
+            exp.EQ(this=col, expression=exp.Placeholder()),
+            exp.In(this=exp.column("rowid"), expressions=[exp.Placeholder() for _ in seen])))
+        before = self.rows_read
+        changed = 0
+        for row in self.iter_rows(stmt.sql(dialect=self.dialect), (cursor["updated_at"], *seen)):
+            rid = row.get(ROWID)
+            digest = _row_digest(row)
+            mark.see(row.get(watermark), rid, digest)
+            if known.get(str(rid)) == digest:
+                continue
+            changed += 1
+            rec = self.row_to_record(row, pks, mapping)
+            if rec is not None:
+                yield rec
+        self.rows_read = before + changed
 
     def _pages(self, stmt: exp.Select, after: int | None = None) -> Iterator[dict[str, Any]]:
         """`stmt` in rowid order, PAGE_ROWS per statement; each page is fetched whole, so no
@@ -432,6 +487,7 @@ class _Mark:
     def __init__(self, cursor: dict, enabled: bool):
         self.value = cursor.get("updated_at") if enabled else None
         self.at: list[int] | None = list(cursor.get("at_mark") or []) or None
+        self.hashes: dict[str, str] = dict(cursor.get("mark_hashes") or {}) if enabled else {}
         self.max_rowid = cursor.get("mark_rowid")
         self.fixed = False
         if self.value is not None and self.at is None and self.max_rowid is None:
@@ -441,8 +497,9 @@ class _Mark:
         """A mark taken before a paged read: rows above it are not folded in."""
         self.value = None if isinstance(value, (bytes, bytearray, memoryview)) else value
         self.at, self.max_rowid, self.fixed = [], None, True
+        self.hashes = {}
 
-    def see(self, value: Any, rowid: int | None) -> None:
+    def see(self, value: Any, rowid: int | None, digest: str | None = None) -> None:
         if value is None or (self.fixed and (self.value is None or value != self.value)):
             return    # a fixed mark only collects the rows sitting exactly at it
         if isinstance(value, (bytes, bytearray, memoryview)):
@@ -451,13 +508,16 @@ class _Mark:
             if self.fixed:
                 return    # written during a paged read: stays above the mark, read next time
             self.value, self.at, self.max_rowid = value, [], None
+            self.hashes = {}
         if value != self.value or rowid is None:
             return
         if self.at is not None:
             if rowid not in self.at:
                 self.at.append(rowid)
+            if digest is not None:
+                self.hashes[str(rowid)] = digest
             if len(self.at) > MARK_ROWIDS:
-                self.max_rowid, self.at = max(self.at), None
+                self.max_rowid, self.at, self.hashes = max(self.at), None, {}
         elif self.max_rowid is None or rowid > self.max_rowid:
             self.max_rowid = rowid
 
@@ -465,9 +525,17 @@ class _Mark:
         out: dict = {"updated_at": self.value}
         if self.at is not None:
             out["at_mark"] = sorted(self.at)
+            kept = {str(r) for r in self.at}
+            out["mark_hashes"] = {k: v for k, v in self.hashes.items() if k in kept}
         else:
             out["mark_rowid"] = self.max_rowid
         return out
+
+
+def _row_digest(row: dict) -> str:
+    """A short hash of a row's selected values: tells a rewrite at the same updated_at."""
+    return hashlib.blake2b(repr(sorted(row.items())).encode("utf-8", "surrogatepass"),
+                           digest_size=8).hexdigest()
 
 
 def _order(value: Any) -> tuple:

@@ -21,7 +21,7 @@ from sqlglot import exp
 from memwatch_overlay.core.errors import ConnectorError
 from memwatch_overlay.connectors.sqlite import DEFAULT_BUSY_TIMEOUT, ROWID, _pk_text
 from memwatch_overlay.connectors.sqlguard import column, table
-from memwatch_overlay.connectors.writer import Image, Key, SourceBusy, SourceWriter, WriteTxn
+from memwatch_overlay.connectors.writer import Image, Key, SourceLocked, SourceWriter, WriteTxn
 
 DIALECT = "sqlite"
 _INT = re.compile(r"^-?\d+$")
@@ -188,7 +188,7 @@ class SqliteWriter(SourceWriter):
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
-                raise SourceBusy(f"{self.source.target}: busy ({exc}); retried later") from None
+                raise SourceLocked(f"{self.source.target}: busy ({exc}); retried later") from None
             txn = SqliteTxn(self, conn)
             try:
                 yield txn
@@ -200,7 +200,7 @@ class SqliteWriter(SourceWriter):
             except sqlite3.OperationalError as exc:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
-                raise SourceBusy(f"{self.source.target}: commit failed ({exc}); retried later") from None
+                raise SourceLocked(f"{self.source.target}: commit failed ({exc}); retried later") from None
         finally:
             conn.close()
 

@@ -43,6 +43,11 @@ class SourceBusy(ConnectorError):
     """The bot holds the write lock longer than the busy timeout: try again next tick."""
 
 
+class SourceLocked(SourceBusy):
+    """A lock wait timed out (SQLite busy, Postgres lock timeout): the same batch may be
+    tried again at once, after a short jittered pause (overlay/writeback/apply.py)."""
+
+
 class WriteTxn(abc.ABC):
     """One short write transaction on one table."""
 

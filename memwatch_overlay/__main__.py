@@ -2,4 +2,4 @@
 from memwatch_overlay.overlay.cli.main import main
 
 if __name__ == "__main__":
-    main()
+    main(prog_name="memwatch-overlay")    # --version and usage lines name the command, not "python -m"

@@ -11,8 +11,10 @@ real MCP client); `build_server` registers its methods with the SDK's high-level
 """
 from __future__ import annotations
 
+import inspect
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 from memwatch_overlay.rules.config import Config
@@ -23,6 +25,19 @@ from memwatch_overlay.overlay.engine.sync import SyncEngine
 
 SERVER_NAME = "memwatch-overlay"
 DEFAULT_LIMIT = 50
+MAX_LIMIT = 1000      # a list tool returns at most this many facts (a bigger limit is clamped)
+
+
+def checked_limit(limit: int) -> int:
+    """`limit` for a list tool: below 1 is an error (not "every row"), above MAX_LIMIT is clamped.
+
+    Example:
+        >>> checked_limit(5000)
+        1000
+    """
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        raise ConfigError(f"limit must be a whole number from 1 to {MAX_LIMIT}, not {limit!r}", field="limit")
+    return min(limit, MAX_LIMIT)
 
 
 class OverlayTools:
@@ -46,6 +61,13 @@ class OverlayTools:
 
     def check_utterance(self, text: str, subject: str | None = None) -> dict:
         from memwatch_overlay.overlay.engine.check import check_text
+        if subject is None:
+            with self._open() as store:
+                subjects = store.live_subjects(limit=3)
+            if len(subjects) > 1:
+                shown = ", ".join(repr(s) for s in subjects[:2]) + (", ..." if len(subjects) > 2 else "")
+                raise ConfigError(f"the overlay holds the memories of several subjects ({shown}): "
+                                  "give `subject`, whose memories the utterance is compared with", field="subject")
         return check_text(text, self.config, overlay_path=self._path(), subject=subject, as_of=self.clock(),
                           detector=self.detector).as_dict()
 
@@ -60,7 +82,7 @@ class OverlayTools:
         with self._open() as store:
             SyncEngine(store, self.config).rescore(self.clock())
             return [fact_dict(r) for r in store.find_facts(subject=subject, labels=labels, statuses=statuses,
-                                                           limit=limit)]
+                                                           limit=checked_limit(limit))]
 
     def list_stale(self, subject: str | None = None, limit: int = DEFAULT_LIMIT) -> list:
         return self._listed(ANY if subject is None else subject, labels=("stale", "expired"), limit=limit)
@@ -132,39 +154,51 @@ def build_server(tools: OverlayTools):
         except MemwatchError as exc:
             raise tool_error(str(exc)) from None
 
-    server = server_class(SERVER_NAME, instructions=(
-        "Freshness, expiry and contradiction flags of an AI agent's memories. Call check_utterance on "
-        "what the user says to learn which stored memories it contradicts; list_stale before relying on "
-        "old memories; mark_refreshed when the user re-confirms one."))
+    from memwatch_overlay.core.version import __version__
+    instructions = ("Freshness, expiry and contradiction flags of an AI agent's memories. Call check_utterance on "
+                    "what the user says to learn which stored memories it contradicts; list_stale before relying "
+                    "on old memories; mark_refreshed when the user re-confirms one.")
+    try:                                   # mcp 2: serverInfo.version from the constructor
+        server = server_class(SERVER_NAME, instructions=instructions, version=__version__)
+    except TypeError:                      # mcp 1's FastMCP has no such argument
+        server = server_class(SERVER_NAME, instructions=instructions)
+        server._mcp_server.version = __version__
 
-    @server.tool()
+    def tool(fn):
+        """Register `fn` with its docstring dedented (the SDK sends it as written, indentation and all)."""
+        return server.tool(description=inspect.cleandoc(fn.__doc__ or ""))(fn)
+
+    @tool
     def check_utterance(text: str, subject: str | None = None) -> dict:
-        """Which stored facts the utterance `text` contradicts (of `subject`, or of every subject),
-        with UPDATE/EXPIRE suggestions and the stale memories on the same topics. Nothing is stored."""
+        """Which stored facts the utterance `text` contradicts, with UPDATE/EXPIRE suggestions
+        and the stale memories on the same topics. Nothing is stored. `subject` is the user whose
+        memories are compared; it is required when the overlay holds several users' memories
+        (it may be left out only when there is one)."""
         return call(tools.check_utterance, text, subject)
 
-    @server.tool()
+    @tool
     def get_freshness(ref: str, subject: str | None = None) -> dict:
         """Freshness, label, confidence and days left of one fact, by ref (source:table:pk) or by
         the key of a fact added through memwatch."""
         return call(tools.get_freshness, ref, subject)
 
-    @server.tool()
+    @tool
     def list_stale(subject: str | None = None, limit: int = DEFAULT_LIMIT) -> list[dict]:
-        """Stale or expired facts, stalest first; of one subject, or of every subject when omitted."""
+        """Stale or expired facts, stalest first; of one subject, or of every subject when omitted.
+        `limit`: 1 to 1000 (default 50)."""
         return call(tools.list_stale, subject, limit)
 
-    @server.tool()
+    @tool
     def list_contradicted(subject: str | None = None, limit: int = DEFAULT_LIMIT) -> list[dict]:
-        """Facts a newer fact contradicts (with the refs that contradict them)."""
+        """Facts a newer fact contradicts (with the refs that contradict them). `limit`: 1 to 1000 (default 50)."""
         return call(tools.list_contradicted, subject, limit)
 
-    @server.tool()
+    @tool
     def mark_refreshed(ref: str, subject: str | None = None) -> dict:
         """The user re-confirmed this fact now: its freshness and confidence restart."""
         return call(tools.mark_refreshed, ref, subject)
 
-    @server.tool()
+    @tool
     def forget(ref: str, subject: str | None = None) -> dict:
         """Hide a fact from reports (a fact added through memwatch is erased); its source is untouched."""
         return call(tools.forget, ref, subject)
@@ -182,8 +216,17 @@ def build_server(tools: OverlayTools):
     return server
 
 
-def serve(config: Config | None, overlay_path: str | None) -> None:
-    """Run the server on stdin/stdout until the client disconnects."""
+def serve(config: Config | None, overlay_path: str | None, create: bool = False) -> None:
+    """Run the server on stdin/stdout until the client disconnects.
+
+    An overlay file that does not exist is refused (a mistyped --overlay would otherwise
+    serve an empty new overlay and report ok) unless `create` is true.
+    """
+    from memwatch_overlay.overlay.store.postgres_dialect import is_dsn
+    target = overlay_target(config, overlay_path)
+    if not create and not is_dsn(target) and not Path(target).exists():
+        raise ConfigError(f"no overlay at {target}: audit a store into it first, or pass --create to start "
+                          "an empty one", field="--overlay")
     tools = OverlayTools(config, overlay_path)
     tools._open().close()     # a bad overlay path fails here, as a one-line CLI error
     build_server(tools).run("stdio")

@@ -13,6 +13,7 @@ write literal braces. Only the field names below exist; anything else is a confi
 """
 from __future__ import annotations
 
+import re
 import string
 from dataclasses import dataclass
 from typing import Any
@@ -35,12 +36,28 @@ class TimeValue:
     epoch: float
 
 
+MAX_WIDTH = 1000        # a format spec's width or precision: enough for any column, never gigabytes
+MAX_VALUE_CHARS = 10_000   # a whole action value template
+
+
+def _oversized(spec: str) -> str | None:
+    """Why a format spec's width or precision is too large to render, or None."""
+    for run in re.findall(r"\d+", spec):
+        if len(run) > 4 or int(run) > MAX_WIDTH:
+            return f"width and precision must be at most {MAX_WIDTH}"
+    if "{" in spec:
+        return "nested fields in a format spec are not supported"
+    return None
+
+
 def check(value: Any) -> str | None:
     """Why `value` cannot be used as an action value, or None when it can."""
     if isinstance(value, bool) or isinstance(value, (int, float)):
         return None
     if not isinstance(value, str):
         return "values must be strings, numbers or booleans"
+    if len(value) > MAX_VALUE_CHARS:
+        return f"a value template may be at most {MAX_VALUE_CHARS} characters"
     try:
         parts = list(string.Formatter().parse(value))
     except ValueError as exc:
@@ -53,6 +70,9 @@ def check(value: Any) -> str | None:
                     + ", ".join("{" + f + "}" for f in FIELDS) + ")")
         if conversion not in (None, "s", "r"):
             return f"bad conversion !{conversion} in {value!r}"
+        too_big = _oversized(spec or "")
+        if too_big:
+            return f"format spec {spec!r} for {{{name}}} in {value!r}: {too_big}"
         try:
             format(_SAMPLE[name], spec or "")
         except (ValueError, TypeError) as exc:

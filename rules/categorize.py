@@ -8,7 +8,7 @@ from functools import lru_cache
 from importlib import resources
 
 from memwatch_overlay.rules.policy import DEFAULT_CATEGORY
-from memwatch_overlay.rules.config import Rule, _parse_rule, _Validator
+from memwatch_overlay.rules.config import DEFAULT_MAX_TEXT_CHARS, Rule, _parse_rule, _Validator
 from memwatch_overlay.rules.regexset import Candidates, RegexSet
 
 DEFAULT_PACK = "default_rules.toml"
@@ -66,7 +66,12 @@ class Categorizer:
     """
 
     def __init__(self, rules: list[Rule] | tuple[Rule, ...] = (), known: set[str] | None = None,
-                 use_default_pack: bool = True, accelerate: bool = True, aliases: dict[str, str] | None = None):
+                 use_default_pack: bool = True, accelerate: bool = True, aliases: dict[str, str] | None = None,
+                 max_text_chars: int = DEFAULT_MAX_TEXT_CHARS):
+        # texts longer than this are categorised by their beginning ([limits] max_text_chars):
+        # a regex over a megabyte of text, once per rule, is what made long texts slow
+        self.max_text_chars = max_text_chars
+        self.truncated = 0            # texts read truncated since the last take_truncated()
         self.rules = list(rules) + (list(default_rules()) if use_default_pack else [])
         self.aliases = dict(aliases or {})
         # category-column values that name no known category (the rules decided instead),
@@ -118,6 +123,9 @@ class Categorizer:
             if explicit and (explicit in self.unknown or len(self.unknown) < UNKNOWN_VALUES_KEPT):
                 self.unknown[explicit] = self.unknown.get(explicit, 0) + 1
         stop, candidates = self._key_hits(source, key)
+        if text and len(text) > self.max_text_chars:
+            text = text[:self.max_text_chars]
+            self.truncated += 1
         if text and candidates:
             hit = self._text_regexes.first_match(text, candidates)
             if hit is not None:
@@ -125,6 +133,14 @@ class Categorizer:
         if stop < len(self._compiled):
             return self._compiled[stop].category
         return DEFAULT_CATEGORY
+
+    def take_truncated(self) -> str | None:
+        """The warning about texts read truncated since the last call, or None."""
+        n, self.truncated = self.truncated, 0
+        if not n:
+            return None
+        return (f"{n} text(s) longer than {self.max_text_chars} characters: categories and contradiction "
+                f"slots were read from the first {self.max_text_chars} ([limits] max_text_chars)")
 
     def take_unknown(self) -> dict[str, int]:
         """Unknown category-column values not handed over before (value -> facts), once each."""

@@ -6,6 +6,7 @@ threshold must not silently leave the gate open.
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from memwatch_overlay.rules import action_values as actionvalues
+from memwatch_overlay.rules import sql_functions
 from memwatch_overlay.core.errors import ConfigError, RuleError
 from memwatch_overlay.core.vocab import (
     ACTION_CONDITIONS,
@@ -44,9 +46,14 @@ SOURCE_KEYS = {
     "name": str, "connector": str, "path": str, "dsn": str, "dsn_env": str, "preset": str,
     "table": str, "query": str, "id": (str, list), "where": str, "records": str,
     "poll_seconds": (int, float), "apply": bool,
+    # bounds on one read: a statement's time (Postgres statement_timeout, SQLite progress
+    # handler) and a JSONL line's length (longer lines are skipped with a warning)
+    "timeout_seconds": (int, float), "max_line_bytes": int,
     # subject_pattern / subject_map: how a raw subject (a session id) becomes the user
     # (connectors/subjects.py); qdrant_path: where mem0's qdrant local storage is (presets/mem0.py)
     "subject_pattern": str, "subject_map": dict, "qdrant_path": str,
+    # subject_space: sources naming the same space share subjects (their facts are compared)
+    "subject_space": str,
     **{k: str for k in MAPPING_KEYS},
 }
 CI_LIMITS = {"max_stale_ratio": (int, float), "max_stale": int, "max_contradictions": int,
@@ -56,7 +63,17 @@ CI_FRACTIONS = ("max_stale_ratio", "min_avg_freshness")   # must lie in [0, 1]
 # Contradiction detection: [detector] (rules), [embeddings] (semantic layer), [judge] (LLM critic).
 DETECTOR_KEYS = {"enabled": bool, "pack": str, "min_confidence": (int, float)}
 EMBEDDINGS_KEYS = {"enabled": bool, "model": str, "threshold": (int, float), "device": str}
-JUDGE_KEYS = {"enabled": bool, "url": str, "model": str, "api_key_env": str, "timeout": (int, float)}
+JUDGE_KEYS = {"enabled": bool, "url": str, "model": str, "api_key_env": str, "timeout": (int, float),
+              "retries": int, "batch_size": int}
+
+
+# Sane ranges for numbers (NaN and infinities are refused everywhere).
+MIN_DAYS, MAX_DAYS = 1e-3, 100_000.0        # a half-life or TTL: 86 s .. ~270 years
+MAX_SECONDS = 366 * 86400.0                 # a daemon period or a poll: at most a year
+DEFAULT_TIMEOUT_SECONDS = 120.0             # one read statement (see SourceConfig.timeout_seconds)
+DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024   # one JSONL line
+DEFAULT_MAX_TEXT_CHARS = 100_000            # [limits] max_text_chars: what categorisation and slots read
+LIMITS_KEYS = {"max_text_chars": int}
 
 
 @dataclass
@@ -104,6 +121,8 @@ class SourceConfig:
     records: str | None = None
     poll_seconds: float = 5.0
     apply: bool = False
+    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     text: str | None = None
     key: str | None = None
     subject: str | None = None
@@ -116,6 +135,7 @@ class SourceConfig:
     subject_pattern: str | None = None
     subject_map: dict[str, str] = field(default_factory=dict)
     qdrant_path: str | None = None
+    subject_space: str | None = None     # sources with the same space share subjects; None: its own
     base_dir: Path = field(default_factory=Path.cwd)
 
     @property
@@ -188,6 +208,7 @@ class Config:
     embeddings: dict[str, Any] = field(default_factory=dict)   # validated [embeddings]
     judge: dict[str, Any] = field(default_factory=dict)        # validated [judge]
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
+    max_text_chars: int = DEFAULT_MAX_TEXT_CHARS               # [limits]
 
     @property
     def base_dir(self) -> Path:
@@ -234,7 +255,7 @@ def parse_config(raw: dict, path: Path | None = None) -> Config:
     """Validate a TOML document already parsed into a dict."""
     v = _Validator(str(path) if path else None)
     v.known(raw, "", {"overlay", "scoring", "categories", "sources", "rules", "actions", "ci",
-                      "detector", "embeddings", "judge", "daemon", "lifecycle"})
+                      "detector", "embeddings", "judge", "daemon", "lifecycle", "limits"})
     cfg = Config(path=path)
 
     overlay = v.table(raw, "overlay")
@@ -244,7 +265,7 @@ def parse_config(raw: dict, path: Path | None = None) -> Config:
 
     scoring = v.table(raw, "scoring")
     v.known(scoring, "scoring", {"fresh", "aging", "stale"})
-    t = Thresholds(**{k: float(v.typed(scoring, "scoring", k, (int, float), getattr(Thresholds(), k)))
+    t = Thresholds(**{k: float(v.number(scoring, "scoring", k, getattr(Thresholds(), k), 0.0, 1.0))
                       for k in ("fresh", "aging", "stale")})
     if not (1 >= t.fresh > t.aging > t.stale > 0):
         v.fail("scoring", "thresholds must satisfy 1 >= fresh > aging > stale > 0")
@@ -260,12 +281,14 @@ def parse_config(raw: dict, path: Path | None = None) -> Config:
                 v.fail(f"{where}.aliases", f"{alias!r} already maps to {cfg.category_aliases[alias.strip().lower()]!r}")
             cfg.category_aliases[alias.strip().lower()] = name
         default = DEFAULT_HALF_LIVES.get(name, DEFAULT_HALF_LIVES["general"])
-        half = v.typed(body, where, "half_life_days", (int, float), default)
-        ttl = v.typed(body, where, "ttl_days", (int, float), None)
+        half = v.number(body, where, "half_life_days", default)
+        ttl = v.number(body, where, "ttl_days", None)
         if half <= 0:
             v.fail(f"{where}.half_life_days", "must be > 0")
         if ttl is not None and ttl <= 0:
             v.fail(f"{where}.ttl_days", "must be > 0")
+        v.number(body, where, "half_life_days", default, MIN_DAYS, MAX_DAYS)
+        v.number(body, where, "ttl_days", None, MIN_DAYS, MAX_DAYS)
         cfg.categories[name] = CategoryPolicy(float(half), None if ttl is None else float(ttl))
 
     cfg.lifecycle, cfg.gc_retention_days = _parse_lifecycle(v, v.table(raw, "lifecycle"))
@@ -293,13 +316,20 @@ def parse_config(raw: dict, path: Path | None = None) -> Config:
         for key, kind in keys.items():
             v.typed(body, section, key, kind, None)
         for key in ("min_confidence", "threshold"):
-            if key in body and not 0 <= body[key] <= 1:
-                v.fail(f"{section}.{key}", "must be between 0 and 1")
-        if "timeout" in body and body["timeout"] <= 0:
-            v.fail(f"{section}.timeout", "must be > 0")
+            v.number(body, section, key, None, 0.0, 1.0)
+        v.number(body, section, "timeout", None, 0.001, 3600.0)
+        v.number(body, section, "retries", None, 0, 20)
+        v.number(body, section, "batch_size", None, 1, 1000)
         setattr(cfg, section, dict(body))
     if cfg.judge.get("enabled", True) and cfg.judge and "url" not in cfg.judge:
         v.fail("judge.url", "is required to use a judge (an OpenAI-compatible base URL)")
+    key_env = cfg.judge.get("api_key_env")
+    if cfg.judge.get("enabled", True) and key_env and not os.environ.get(key_env):
+        v.fail("judge.api_key_env", f"environment variable {key_env} is not set (it should hold the judge's "
+                                    "API key; set it, or remove api_key_env for a server without keys)")
+    limits = v.table(raw, "limits")
+    v.known(limits, "limits", set(LIMITS_KEYS))
+    cfg.max_text_chars = int(v.number(limits, "limits", "max_text_chars", DEFAULT_MAX_TEXT_CHARS, 100, 2**31))
     cfg.daemon = _parse_daemon(v, v.table(raw, "daemon"))
     return cfg
 
@@ -309,12 +339,13 @@ def _parse_lifecycle(v: "_Validator", body: dict) -> tuple[ConfidencePolicy, flo
     v.known(body, "lifecycle", {"confidence_half_life_days", "confidence_floor", "confidence_initial",
                                 "gc_retention_days"})
     d = ConfidencePolicy()
-    half = v.typed(body, "lifecycle", "confidence_half_life_days", (int, float), d.half_life_days)
-    floor = v.typed(body, "lifecycle", "confidence_floor", (int, float), d.floor)
-    initial = v.typed(body, "lifecycle", "confidence_initial", (int, float), d.initial)
-    retention = v.typed(body, "lifecycle", "gc_retention_days", (int, float), DEFAULT_GC_RETENTION_DAYS)
+    half = v.number(body, "lifecycle", "confidence_half_life_days", d.half_life_days)
     if half <= 0:
         v.fail("lifecycle.confidence_half_life_days", "must be > 0")
+    v.number(body, "lifecycle", "confidence_half_life_days", d.half_life_days, MIN_DAYS, MAX_DAYS)
+    floor = v.number(body, "lifecycle", "confidence_floor", d.floor)
+    initial = v.number(body, "lifecycle", "confidence_initial", d.initial)
+    retention = v.number(body, "lifecycle", "gc_retention_days", DEFAULT_GC_RETENTION_DAYS, 0.0, MAX_DAYS)
     if not 0 <= floor < CONFIDENCE_CEILING:
         v.fail("lifecycle.confidence_floor", f"must be >= 0 and < {CONFIDENCE_CEILING}")
     if not floor <= initial <= CONFIDENCE_CEILING:
@@ -350,6 +381,8 @@ def _parse_ci(v: "_Validator", ci: dict, cfg: Config) -> dict:
 def _check_limits(v: "_Validator", table: dict, where: str) -> None:
     for key, kind in CI_LIMITS.items():
         value = v.typed(table, where, key, kind, None)
+        if isinstance(value, float) and not math.isfinite(value):
+            v.fail(f"{where}.{key}", f"must be a finite number, not {value!r}")
         if value is None:
             continue
         if key in CI_FRACTIONS and not 0 <= value <= 1:
@@ -362,11 +395,14 @@ def _parse_daemon(v: "_Validator", body: dict) -> DaemonConfig:
     v.known(body, "daemon", set(DAEMON_KEYS) | {"log_format"})
     values: dict[str, Any] = {}
     for key, (minimum, inclusive) in DAEMON_KEYS.items():
-        value = v.typed(body, "daemon", key, (int, float), None)
+        value = v.number(body, "daemon", key, None)
         if value is None:
             continue
         if value < minimum or (value == minimum and not inclusive):
             v.fail(f"daemon.{key}", f"must be {'>=' if inclusive else '>'} {minimum:g}, not {value!r}")
+        v.number(body, "daemon", key, None, minimum, MAX_SECONDS)
+        if 0 < value < 1e-3:
+            v.fail(f"daemon.{key}", f"must be 0 or at least 0.001 s, not {value!r}")
         values[key] = float(value)
     fmt = v.typed(body, "daemon", "log_format", str, None)
     if fmt is not None:
@@ -403,18 +439,31 @@ def _parse_source(v: "_Validator", body: Any, i: int, base_dir: Path) -> SourceC
         v.fail(f"{where}.path", f"a {body['connector']} source needs a path or a dsn")
     if "table" in body and "query" in body:
         v.fail(f"{where}.query", "give either table or query, not both")
+    if body["connector"] == "postgres":
+        for key in ("where", "query"):
+            if body.get(key):
+                problem = sql_functions.check_postgres_sql(body[key], key)
+                if problem:
+                    v.fail(f"{where}.{key}", problem)
     ids = body.get("id", [])
     ids = [ids] if isinstance(ids, str) else ids
     if not all(isinstance(x, str) and x for x in ids):
         v.fail(f"{where}.id", "must be a column name or a list of column names")
     values = {k: body[k] for k in body if k != "id"}
+    if ":" in body["name"] or not body["name"].strip():
+        v.fail(f"{where}.name", f"{body['name']!r}: a source name must be non-empty and must not contain ':' "
+                                "(it separates the parts of a fact's ref, source:table:id)")
     if "poll_seconds" in values and values["poll_seconds"] <= 0:
         v.fail(f"{where}.poll_seconds", "must be > 0")
+    v.number(body, where, "poll_seconds", None, 0.01, MAX_SECONDS)
+    v.number(body, where, "timeout_seconds", None, 0.01, 7 * 86400.0)
+    v.number(body, where, "max_line_bytes", None, 1024, 2**31)
     if "subject_pattern" in values:
         try:
             re.compile(values["subject_pattern"])
         except re.error as exc:
             v.fail(f"{where}.subject_pattern", f"invalid regex {values['subject_pattern']!r}: {exc}")
+        _refuse_catastrophic(v, values["subject_pattern"], f"{where}.subject_pattern")
     for raw, subject in values.get("subject_map", {}).items():
         if not isinstance(subject, str) or not subject:
             v.fail(f"{where}.subject_map.{raw}", f"must be a subject (a non-empty string), not {subject!r}")
@@ -436,6 +485,7 @@ def _parse_rule(v: "_Validator", body: Any, i: int) -> Rule:
             patterns.append(re.compile(pattern, re.IGNORECASE))
         except re.error as exc:
             raise RuleError(f"invalid regex {pattern!r}: {exc}", field=f"{where}.text[{j}]", path=v.path) from None
+        _refuse_catastrophic(v, pattern, f"{where}.text[{j}]")
     return Rule(category=category, source=v.typed(body, where, "source", str, None), key=keys, text=patterns)
 
 
@@ -462,6 +512,16 @@ def _parse_action(v: "_Validator", body: Any, i: int) -> Action:
             raise RuleError(problem, field=f"{where}.set.{col}", path=v.path)
     return Action(when=when, do=do, category=v.typed(body, where, "category", str, "*"),
                   source=v.typed(body, where, "source", str, None), set=dict(sets))
+
+
+def _refuse_catastrophic(v: "_Validator", pattern: str, key: str) -> None:
+    """RuleError for a regex whose backtracking can take exponential time (rules/regexset.py)."""
+    from memwatch_overlay.rules.regexset import nested_quantifier
+    problem = nested_quantifier(pattern)
+    if problem:
+        raise RuleError(f"regex {pattern!r} has {problem}, which can take exponential time on a text that "
+                        "almost matches; use one repeat (a+ rather than (a+)+) or bound the inner one "
+                        "(a{1,20})", field=key, path=v.path)
 
 
 def _str_list(v: "_Validator", body: dict, where: str, key: str) -> list[str]:
@@ -498,6 +558,21 @@ class _Validator:
         value = raw.get(key, [])
         if not isinstance(value, list):
             self.fail(key, f"must be an array of tables ([[{key}]])")
+        return value
+
+    def number(self, table: dict, where: str, key: str, default, lo: float | None = None,
+               hi: float | None = None):
+        """A finite int or float within [lo, hi] (NaN, infinities, denormals out of range fail)."""
+        value = self.typed(table, where, key, (int, float), default)
+        if key not in table:
+            return value
+        name = f"{where}.{key}" if where else key
+        if isinstance(value, float) and not math.isfinite(value):
+            self.fail(name, f"must be a finite number, not {value!r}")
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            low = "-inf" if lo is None else f"{lo:g}"
+            high = "inf" if hi is None else f"{hi:g}"
+            self.fail(name, f"must be between {low} and {high}, not {value!r}")
         return value
 
     def typed(self, table: dict, where: str, key: str, kind, default):

@@ -155,6 +155,63 @@ def translate(pattern: re.Pattern) -> tuple[str, bool]:
     return _translate_source(pattern.pattern, pattern.flags)
 
 
+def _unbounded(op, av) -> bool:
+    return op in (c.MAX_REPEAT, c.MIN_REPEAT) and av[1] == c.MAXREPEAT
+
+
+def _has_unbounded(items) -> bool:
+    """Whether a parsed sequence holds an unbounded repeat anywhere inside."""
+    for op, av in items:
+        if _unbounded(op, av):
+            return True
+        for sub in _children(op, av):
+            if _has_unbounded(sub):
+                return True
+    return False
+
+
+def _children(op, av) -> list:
+    if op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT) if hasattr(c, "POSSESSIVE_REPEAT") \
+            else op in (c.MAX_REPEAT, c.MIN_REPEAT):
+        return [av[2]]
+    if op is c.SUBPATTERN:
+        return [av[3]]
+    if op is c.BRANCH:
+        return list(av[1])
+    if op in (c.ASSERT, c.ASSERT_NOT):
+        return [av[1]]
+    if hasattr(c, "ATOMIC_GROUP") and op is c.ATOMIC_GROUP:
+        return [av]
+    return []
+
+
+def nested_quantifier(source: str) -> str | None:
+    """A description of a nested unbounded repeat (`(a+)+`, `(\\w*\\s?)*`) in `source`, else None.
+
+    Python's backtracking engine can take exponential time on such a pattern when a text
+    almost matches ("aaaa...!"); memwatch.toml refuses them at load time rather than hang an
+    audit on one memory. Rewrite as a single repeat (`a+`) or bound the inner one (`a{1,20}`).
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        try:
+            tree = sre_parse.parse(source)
+        except re.error:
+            return None
+
+    def walk(items) -> str | None:
+        for op, av in items:
+            if _unbounded(op, av) and _has_unbounded(av[2]):
+                return "an unbounded repeat inside another unbounded repeat"
+            for sub in _children(op, av):
+                found = walk(sub)
+                if found:
+                    return found
+        return None
+
+    return walk(tree)
+
+
 @dataclass(frozen=True)
 class Candidates:
     """Pattern indices to try, prepared for `RegexSet.first_match` (see `RegexSet.candidates`)."""

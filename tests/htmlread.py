@@ -15,6 +15,8 @@ class Page(HTMLParser):
         self.bars: list[dict] = []
         self.points: list[dict] = []                   # trend chart points
         self.rows: dict[str, list[list[str]]] = {}    # table id -> rows of cell texts
+        self.row_attrs: dict[str, list[dict]] = {}    # table id -> each row's attributes (data-ref, ...)
+        self.cells: list[dict] = []                    # every td's attributes
         self._open: list[tuple[str, dict]] = []
         self._table: list[str] = []
         self._cell: list[str] | None = None
@@ -32,8 +34,11 @@ class Page(HTMLParser):
             self._table.append(attrs.get("id") or "")
         elif tag == "tr" and self._table:
             self._row = []
+            self.row_attrs.setdefault(self._table[-1], []).append(attrs)
         elif tag in ("td", "th") and self._row is not None:
             self._cell = []
+            if tag == "td":
+                self.cells.append(attrs)
         if tag in VOID:
             return
         node = {"tag": tag, "attrs": attrs, "text": []}

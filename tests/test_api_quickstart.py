@@ -38,3 +38,22 @@ def test_the_documented_quickstart_runs_as_written(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == expected
     assert (tmp_path / "memwatch.db").exists()
+
+
+def test_suggested_updates_are_mappings_as_memwatch_users_index_them(tmp_path):
+    mw = MemWatch(db=str(tmp_path / "memwatch.db"))
+    mw.add("employer", "Google", category="employment")
+    result = mw.check("I just started my new job at Anthropic")
+    [u] = result.suggested_updates
+    assert (u["action"], u["memory_key"], u["old_value"], u["new_value"]) == ("UPDATE", "employer", "Google",
+                                                                              "Anthropic")
+    assert u["key"] == u.key == "employer" and u["ref"] == "memwatch:facts:employer"
+    assert dict(u)["memory_key"] == "employer" and "confidence" in u
+    # printed as the memwatch README shows a list of suggestions: dicts
+    shown = repr(result.suggested_updates)
+    assert shown.startswith("[{'action': 'UPDATE', 'memory_key': 'employer', 'old_value': 'Google', "
+                            "'new_value': 'Anthropic'")
+    assert str(u) == "UPDATE employer: 'Google' -> 'Anthropic'"
+    with __import__("pytest").raises(KeyError):
+        u["nope"]
+    mw.close()

@@ -70,11 +70,27 @@ def test_check_other_subject_and_unrelated_text(overlay):
     assert r.contradictions == []
     # without --subject every subject's facts are candidates; the named person still decides
     r = check_text("Priya moved to Bandung.", overlay_path=str(overlay), as_of=as_of)
-    assert {c["older_text"] for c in r.contradictions} == {"Priya moved to Surabaya last month.",
-                                                           "Priya lives in Jakarta, in the Kemang area."}
+    # (Jakarta is already contradicted by Surabaya in the overlay: only Surabaya is current)
+    assert {c["older_text"] for c in r.contradictions} == {"Priya moved to Surabaya last month."}
 
 
 def test_check_on_an_empty_overlay(tmp_path):
     proc = run("check", "I moved to Oslo", "--overlay", tmp_path / "empty.db", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "0 contradiction(s) detected. 0 stale memories."
+
+
+def test_check_suggests_updates_only_for_memories_nothing_has_outdated_yet(overlay, tmp_path):
+    # u_priya's "works at Google" is already contradicted by "joined Stripe" in the overlay:
+    # the new job outdates Stripe, not Google a second time
+    proc = run("check", "I just moved to Surabaya for my new job at Anthropic", "--subject", "u_priya",
+               "--overlay", overlay, "--as-of", AS_OF, "--format", "json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    olds = {(u["memory_key"], u["old_value"]) for u in data["suggested_updates"]}
+    # Stripe is the current employer; Surabaya (said again) is a confirmation, and Jakarta
+    # was already outdated by it
+    assert olds == {("employer", "Priya just joined Stripe as a staff engineer (started last Monday).")}
+    assert data["summary"].startswith("1 contradiction(s) detected.")
+    texts = [c["older_text"] for c in data["contradictions"]]
+    assert not any("Google" in t for t in texts)

@@ -163,3 +163,38 @@ def test_init_without_a_match_writes_nothing(tmp_path):
 ])
 def test_strip_password(dsn, clean):
     assert strip_password(dsn) == (clean, dsn != clean)
+
+
+def test_sources_detect_prints_valid_toml_at_any_width_and_whatever_the_path(tmp_path):
+    import tomllib
+    folder = tmp_path / 'my "odd" \\ folder with a rather long name to wrap at forty columns'
+    folder.mkdir()
+    db = folder / "notes.db"
+    with sqlite3.connect(db) as conn:       # a memory column, no time column: no preset matches
+        conn.execute('CREATE TABLE "user notes" (id INTEGER PRIMARY KEY, user_id TEXT, text TEXT, '
+                     "extra_column_with_a_long_name TEXT, another_long_column_name TEXT)")
+    proc = subprocess.run([str(EXE), "sources", "detect", str(db)], capture_output=True, text=True,
+                          cwd=tmp_path, env={**os.environ, "COLUMNS": "40"}, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    config = tomllib.loads(proc.stdout)                   # the whole of stdout, as `> memwatch.toml` keeps it
+    [source] = config["sources"]
+    assert source["path"] == str(db) and source["table"] == "user notes"
+    # what the column names make obvious is filled in
+    assert source["text"] == "text" and source["subject"] == "user_id" and source["id"] == "id"
+    assert "no preset matches" in proc.stdout
+
+
+def test_a_table_whose_only_time_column_is_updated_at_is_recognised(tmp_path):
+    db = tmp_path / "notes.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, user_id TEXT, text TEXT, updated_at TEXT)")
+        conn.execute("INSERT INTO notes VALUES (1, 'u1', 'Works at Google', '2025-01-01T00:00:00Z')")
+        conn.execute("INSERT INTO notes VALUES (2, 'u1', 'Joined Stripe last week', '2026-11-20T00:00:00Z')")
+    data = json.loads(run("sources", "detect", db, "--format", "json").stdout)
+    assert data["matches"][0]["preset"] == "generic"
+    assert data["matches"][0]["mapping"]["created_at"] == "updated_at"
+    proc = run("audit", db, "--overlay", tmp_path / "o.db", "--as-of", AS_OF, "--format", "json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    facts = {f["text"]: f for f in json.loads(proc.stdout)["facts"]}
+    assert facts["Works at Google"]["subject"] == "u1"
+    assert facts["Works at Google"]["age_days"] > 600 > facts["Joined Stripe last week"]["age_days"]

@@ -46,15 +46,17 @@ def check_figures(page: Page, report: dict, facts: list) -> None:
     assert horizons["0-7 d"] == sum(1 for d in live if d <= 7)
     assert horizons["> 365 d"] == sum(1 for d in live if d > 365)
 
-    stalest = [r[0] for r in page.rows["stalest"][1:]]
+    stalest = [a["data-ref"] for a in page.row_attrs["stalest"][1:]]
     assert stalest == [f["ref"] for f in sorted(facts, key=lambda f: f["freshness"])[:len(stalest)]]
-    soonest = [r[0] for r in page.rows["soonest"][1:]]
-    assert soonest == [f["ref"] for f in sorted(
-        (f for f in facts if f["label"] != "expired" and f["days_until_expired"] >= 0),
-        key=lambda f: f["days_until_expired"])[:len(soonest)]]
+    soonest = [a["data-ref"] for a in page.row_attrs.get("soonest", [{}])[1:]]
+    due = sorted((f for f in facts if f["label"] != "expired" and f["days_until_expired"] >= 0),
+                 key=lambda f: f["days_until_expired"])
+    # only what expires soon (within html.SOON_DAYS), soonest first
+    assert soonest == [f["ref"] for f in due if f["days_until_expired"] <= html.SOON_DAYS][:len(soonest)]
+    assert soonest, "the generated facts have some expiring within SOON_DAYS"
 
-    rows = page.rows["contradictions"][1:]
-    assert [(r[0], r[1], r[4]) for r in rows] == [
+    rows = page.row_attrs["contradictions"][1:]
+    assert [(r["data-older"], r["data-newer"], r["data-evidence"]) for r in rows] == [
         (c["older"], c["newer"], c["evidence"]) for c in report["contradictions"]]
     for name, summary in report["by_category"].items():
         row = [r for r in page.rows["by-category"] if r[0] == name][0]
@@ -95,3 +97,44 @@ def test_caps_contradictions_and_handles_no_facts():
     empty = Page(render(make_report([])))
     assert empty.text("summary-total") == "0"
     assert empty.bars == [b for b in empty.bars if "data-horizon" in b]
+
+
+def test_contradictions_side_by_side_with_texts_and_the_suggested_update():
+    facts = make_facts(20, seed=3, contradicted_share=0)
+    report = make_report(facts)
+    report["contradictions"] = [{"older": facts[0]["ref"], "newer": facts[1]["ref"], "kind": "value",
+                                 "confidence": 0.9, "evidence": "employer: google -> anthropic",
+                                 "older_text": "Works at Google", "newer_text": "Just joined Anthropic",
+                                 "update": {"action": "UPDATE", "key": "employer", "old_value": "Google",
+                                            "new_value": "Anthropic"}}]
+    page = Page(render(report))
+    [header, row] = page.rows["contradictions"]
+    assert header == ["Older memory", "Newer memory", "Why", "Suggested update"]
+    assert row[0].startswith("Works at Google") and row[0].endswith(facts[0]["ref"])
+    assert row[1].startswith("Just joined Anthropic")
+    assert "value 0.90: employer: google -> anthropic" in row[2]
+    assert row[3].replace("\u2192", "->") == "UPDATE employerGoogle -> Anthropic"
+
+
+def test_headers_in_words_rounded_days_and_tinted_labels():
+    facts = make_facts(60, seed=12)
+    page = Page(render(make_report(facts)))
+    header = page.rows["stalest"][0]
+    assert header == ["Memory", "Category", "Freshness", "Label", "Days until not fresh", "Days until expired",
+                      "Age (days)", "Status"]
+    assert page.rows["by-category"][0][:3] == ["Name", "Total", "Fresh"]
+    for row in page.rows["stalest"][1:]:
+        for cell in row[4:7]:
+            assert cell == "" or re.fullmatch(r"<1|\d{1,3}(,\d{3})*", cell), cell
+    labels = [c for c in page.cells if "label" in (c.get("class") or "").split()]
+    assert labels and all(set(c["class"].split()) & {"fresh", "aging", "stale", "expired"} for c in labels)
+    # every bar chart has a y axis with its top count
+    assert page.text("histograms") and "yaxis" in render(make_report(facts))
+
+
+def test_nothing_soon_says_so_with_the_next_expiry():
+    facts = make_facts(30, seed=5)
+    for f in facts:
+        f.update(label="fresh", days_until_expired=1700.4, days_left=900.0)
+    page = Page(render(make_report(facts)))
+    assert page.text("soonest") == "Nothing expires within 90 days. The next one expires in 1,700 days."

@@ -9,7 +9,9 @@ from reportgen import OnePass, make_facts, make_report, problem_kinds
 
 
 def render(report, **kw):
+    """Per-fact failures (--junit-failures facts), which most tests here look at."""
     out = io.StringIO()
+    kw.setdefault("failures", "facts")
     junit.render(report, out, **kw)
     return out.getvalue()
 
@@ -118,3 +120,21 @@ def test_target_and_special_characters_survive_xml():
     assert props["target"] == "postgresql://memwatch:***@db.local:5432/agent"
     assert suite.find("testcase").get("file") is None     # a DSN is not a file
     assert '<x> & "quoted" ]]>' in "".join(f.text for f in root.iter("failure"))
+
+
+def test_by_default_only_the_gate_fails_and_problem_facts_are_listed_as_output():
+    facts = make_facts(200, seed=9)
+    bad_groups = sum(1 for fs in groups(facts).values() if any(problem_kinds(f) for f in fs))
+    assert bad_groups > 0
+    out = io.StringIO()
+    junit.render(make_report(facts, passed=True), out)        # the default: failures = the gate's
+    root = ET.fromstring(out.getvalue())
+    assert root.get("failures") == "0"
+    listed = [c for c in root.iter("testcase") if c.find("system-out") is not None]
+    assert len(listed) == bad_groups and "of " in listed[0].find("system-out").text
+
+    out = io.StringIO()
+    junit.render(make_report(facts, passed=False, violations=["stale ratio 0.4 > max_stale_ratio 0.1"]), out)
+    root = ET.fromstring(out.getvalue())
+    assert root.get("failures") == "1"
+    assert [c.get("classname") for c in root.iter("testcase") if c.find("failure") is not None] == [junit.GATE_SUITE]

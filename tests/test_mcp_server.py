@@ -135,3 +135,70 @@ def test_a_bad_overlay_path_is_a_one_line_error(tmp_path):
     (tmp_path / "not-a-db").write_text("hello, I am not SQLite " * 100)
     proc = run("mcp", "--overlay", "not-a-db", cwd=tmp_path)
     assert proc.returncode == 2 and proc.stderr.startswith("Error: ") and "Traceback" not in proc.stderr
+
+
+def test_server_info_limits_descriptions_and_subject(overlay):
+    from memwatch_overlay.core.version import __version__
+
+    async def body(s):
+        out = {"tools": (await s.list_tools()).tools}
+        out["minus"] = await s.call_tool("list_stale", {"limit": -1})
+        out["zero"] = await s.call_tool("list_contradicted", {"limit": 0})
+        out["huge"] = payload(await s.call_tool("list_stale", {"limit": 10**9}))
+        out["nosubject"] = await s.call_tool("check_utterance", {"text": "I moved to Oslo"})
+        return out
+
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    async def with_info():
+        params = StdioServerParameters(command=EXE, args=["mcp", "--overlay", str(overlay)])
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                init = await session.initialize()
+                info = getattr(init, "server_info", None) or init.serverInfo
+                return info, await body(session)
+
+    info, out = run_async(with_info)
+    assert info.name == "memwatch-overlay" and info.version == __version__ and __version__
+    for t in out["tools"]:
+        assert not any(line.startswith(" ") for line in t.description.splitlines()), (t.name, t.description)
+    assert is_error(out["minus"]) and "limit must be" in out["minus"].content[0].text
+    assert is_error(out["zero"])
+    assert 0 < len(out["huge"]) <= 1000
+    # the fixture holds three users (plus API facts): comparing with all of them is refused
+    assert is_error(out["nosubject"]) and "several subjects" in out["nosubject"].content[0].text
+    desc = {t.name: t.description for t in out["tools"]}["check_utterance"]
+    assert "required when the overlay holds several users" in desc
+
+
+def test_check_utterance_without_subject_when_there_is_one(tmp_path):
+    from memwatch_overlay.overlay.mcp_server import OverlayTools
+    path = tmp_path / "one.db"
+    with MemWatch(db=str(path)) as mw:
+        mw.add("city", "Jakarta", category="location")
+    checked = OverlayTools(overlay_path=str(path)).check_utterance("I just moved to Surabaya")
+    assert checked["summary"].startswith("1 contradiction(s)")
+
+
+def test_a_missing_overlay_is_refused_unless_create(tmp_path):
+    proc = run("mcp", "--overlay", "typo.db", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.startswith("Error: --overlay: no overlay at typo.db")
+    assert "--create" in proc.stderr and not (tmp_path / "typo.db").exists()
+
+    async def body(s):
+        return json.loads((await s.read_resource("memwatch://health")).contents[0].text)
+
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    async def created():
+        params = StdioServerParameters(command=EXE, args=["mcp", "--overlay", "new.db", "--create"],
+                                       cwd=str(tmp_path))
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                return await body(session)
+
+    health = run_async(created)
+    assert health["ok"] is True and (tmp_path / "new.db").exists()

@@ -63,7 +63,11 @@ def test_reports_pull_only_the_contradictions_they_show(tmp_path):
 
         result.contradictions = lambda: iter(everything)
         report = contract(result)
-        report["contradictions"] = list(everything)       # the materialised list, as before
+        texts = report["contradictions"].text_of            # the page shows each side's text
+
+        class Materialised(list):
+            text_of = staticmethod(texts)
+        report["contradictions"] = Materialised(everything)   # the materialised list, as before
         assert _render(report) == lazy
         assert "### Contradictions (60)" in lazy["markdown"] and "... and 55 more." in lazy["markdown"]
         assert lazy["html"].count("<tr data-older=") == 5 and "... and 55 more." in lazy["html"]

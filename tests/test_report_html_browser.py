@@ -21,7 +21,8 @@ pytestmark = pytest.mark.browser
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-WIDTH, HEIGHT = 1200, 1600
+WIDTH, HEIGHT = 1280, 1600        # a laptop; PHONE is a phone's CSS width
+PHONE = 390
 
 
 def chromium_path() -> str:
@@ -42,10 +43,48 @@ def run_chromium(tmp_path: Path, page: Path, *mode: str) -> subprocess.Completed
     return proc
 
 
-def screenshot(tmp_path: Path, page: Path) -> tuple[int, int, dict]:
-    png = tmp_path / f"{page.stem}.png"
-    run_chromium(tmp_path, page, f"--screenshot={png}", f"--window-size={WIDTH},{HEIGHT}")
+def screenshot(tmp_path: Path, page: Path, width: int = WIDTH, height: int = HEIGHT) -> tuple[int, int, dict]:
+    png = tmp_path / f"{page.stem}-{width}.png"
+    run_chromium(tmp_path, page, f"--screenshot={png}", f"--window-size={width},{height}")
     return colour_counts(png.read_bytes())
+
+
+def framed(tmp_path: Path, page: Path, width: int, height: int, script: str = "") -> Path:
+    """A test-only page showing the report in an iframe `width` px wide (headless Chromium's
+    window is at least 500 px; the iframe is the phone's viewport, media queries included)."""
+    import html as html_mod
+    doc = html_mod.escape(page.read_text(encoding="utf-8"), quote=True)
+    wrapper = tmp_path / f"{page.stem}-framed-{width}.html"
+    wrapper.write_text(f'''<!DOCTYPE html><html><body style="margin:0;background:#fff">
+<iframe id="f" style="border:0;width:{width}px;height:{height}px" srcdoc="{doc}"></iframe>
+<script>{script}</script></body></html>''', encoding="utf-8")
+    return wrapper
+
+
+PROBE = """
+const f = document.getElementById("f");
+f.addEventListener("load", () => {
+  const d = f.contentDocument, w = f.contentWindow;
+  const wide = [...d.querySelectorAll("table, figure, svg")]
+    .filter(e => e.getBoundingClientRect().right > w.innerWidth + 1)
+    .map(e => (e.id || e.tagName) + ":" + Math.round(e.getBoundingClientRect().right));
+  document.body.setAttribute("data-probe", JSON.stringify({inner: w.innerWidth,
+    scroll: d.documentElement.scrollWidth, wide: wide}));
+});
+"""
+
+
+def layout_at(tmp_path: Path, page: Path, width: int) -> dict:
+    """The report's widths as Chromium lays it out `width` px wide (measured from outside the
+    report, which itself has no scripts)."""
+    import html as html_mod
+    import re
+    probe = framed(tmp_path, page, width, HEIGHT, PROBE)
+    dom = run_chromium(tmp_path, probe, "--dump-dom", "--virtual-time-budget=5000",
+                       f"--window-size={max(width, 800)},{HEIGHT}").stdout
+    found = re.search(r'data-probe="([^"]*)"', dom)
+    assert found, dom[-300:]
+    return json.loads(html_mod.unescape(found.group(1)))
 
 
 @pytest.fixture(scope="module")
@@ -81,6 +120,40 @@ def test_screenshot_shows_the_charts(rendered):
     assert len(colours) > 50                            # text antialiasing, bars, borders
     for _, _, hex_colour in svg.BAND_COLOURS:           # the histogram bars were painted
         assert colours[bytes.fromhex(hex_colour[1:])] > 200, hex_colour
+
+
+@pytest.mark.parametrize("width", [WIDTH, PHONE])
+def test_the_page_fits_a_laptop_and_a_phone(rendered, width):
+    """No horizontal scrolling at 1280 px or 390 px: every table, chart and figure fits."""
+    tmp, page, _, _ = rendered
+    probe = layout_at(tmp, page, width)
+    assert probe["inner"] == width
+    assert probe["scroll"] <= width and probe["wide"] == [], probe
+
+
+def test_a_page_too_wide_is_detected(tmp_path):
+    """Control: the fit check fails on a table wider than the viewport."""
+    page = tmp_path / "wide.html"
+    page.write_text('<!DOCTYPE html><html><body><table id="t" style="width:900px"><tr><td>x</td></tr>'
+                    '</table></body></html>')
+    probe = layout_at(tmp_path, page, PHONE)
+    assert probe["wide"] and probe["wide"][0].startswith("t:") and probe["scroll"] > PHONE
+
+
+def test_screenshot_on_a_phone_shows_charts_and_tinted_labels(rendered):
+    tmp, page, _, _ = rendered
+    width, height, colours = screenshot(tmp, framed(tmp, page, PHONE, 3000), 500, 3000)
+    assert (width, height) == (500, 3000)
+    assert colours.most_common(1)[0][1] < 0.95 * width * height
+    for _, _, hex_colour in svg.BAND_COLOURS:           # the histograms, scaled to the phone's width
+        assert colours[bytes.fromhex(hex_colour[1:])] > 50, hex_colour
+
+
+def test_label_cells_are_tinted_in_the_screenshot(rendered):
+    tmp, page, _, _ = rendered
+    _, _, colours = screenshot(tmp, page, WIDTH, 6000)
+    tinted = [label for label, tint in html.LABEL_TINTS.items() if colours[bytes.fromhex(tint[1:])] > 100]
+    assert len(tinted) >= 2, tinted      # the stalest facts are expired and stale at least
 
 
 def test_blank_page_is_detected_as_blank(tmp_path):

@@ -185,7 +185,9 @@ def test_fast_and_plain_paths_find_the_same_contradictions(tmp_path, seed):
             found[name] = (stats.comparisons, stats.contradictions, *_outcome(overlay))
     assert found["fast"] == found["plain"]
     comparisons, contradictions, pairs, facts = found["fast"]
-    assert len(facts) > 4000 and comparisons > 5000
+    # a workload big enough for the equality to mean something (supersession edges: a fact
+    # meets the facts still holding its slots, not every older one, so ~0.6 per fact here)
+    assert len(facts) > 4000 and comparisons > 2000
     assert contradictions == len(pairs) > 500
     assert {p[2] for p in pairs} >= {"value", "cue"}
     assert any(confirmations for *_, confirmations in facts)

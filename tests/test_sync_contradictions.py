@@ -63,22 +63,27 @@ def test_one_new_fact_costs_its_block_not_the_store(tmp_path):
     with OverlayStore(tmp_path / "overlay.db") as overlay:
         engine = SyncEngine(overlay, cfg, detector=det)
         first = engine.sync(cfg.sources[0], as_of=AS_OF, full=True)
-        # every fact is new: in each of the 10 location blocks, town k meets the k older
-        # towns; notes share no slot, key or cue word with anything and meet nobody
-        assert first.comparisons == 10 * (0 + 1 + 2 + 3 + 4)
-        assert first.contradictions == 10 * (0 + 1 + 2 + 3 + 4)   # a later town outdates every earlier one
+        # every fact is new. Contradictions are supersession edges (DESIGN.md): walked oldest
+        # first, town k meets only the town still held (k-1) and outdates it; notes share no
+        # slot, key or cue word with anything and meet nobody
+        assert first.comparisons == 10 * 4
+        assert first.contradictions == 10 * 4          # each town outdated by the next one only
         _add(store_path, ("u3", "location", None, "I moved to Oslo last month.", "2026-11-01 09:00:00"))
         second = engine.sync(cfg.sources[0], as_of=AS_OF, full=False)
         assert second.records == 1
-        assert second.comparisons == 5                    # its block, not the 200 facts
-        assert second.contradictions == 5
+        assert second.comparisons == 5                    # its block walked again, not the 200 facts
+        assert second.contradictions == 1                 # the one new edge: the last town -> Oslo
         rows = overlay.conn.execute(
             "SELECT o.text, o.status, n.text, c.kind, c.confidence, c.update_json FROM contradictions c "
             "JOIN facts o ON o.id = c.older_id JOIN facts n ON n.id = c.newer_id").fetchall()
+        assert len(rows) == 41
         oslo = [r for r in rows if r[2] == "I moved to Oslo last month."]
-        assert len(oslo) == 5 and all(r[1] == "contradicted" and r[3] == "value" for r in oslo)
-        assert "Lives in Bergen" in {r[0] for r in oslo}
+        assert len(oslo) == 1 and all(r[1] == "contradicted" and r[3] == "value" for r in oslo)
+        assert oslo[0][0] == "Lives in Town3x4"
         assert {json.loads(r[5])["new_value"] for r in oslo} == {"Oslo"}
+        u3 = overlay.conn.execute("SELECT text, status FROM facts WHERE subject = 'u3' AND category = "
+                                  "'location'").fetchall()
+        assert {t for t, st in u3 if st == "active"} == {"I moved to Oslo last month."}
         # nothing changed: nothing compared
         third = engine.sync(cfg.sources[0], as_of=AS_OF, full=False)
         assert third.comparisons == 0 and third.records == 0
@@ -116,7 +121,9 @@ def test_a_changed_older_fact_is_judged_again_against_newer_ones(tmp_path):
         assert (older, newer) == ("Lives in Bodo", "We moved to Tromso in spring.")
 
 
-def test_other_subjects_and_categories_are_never_compared(tmp_path):
+def test_other_subjects_are_never_compared_and_categories_do_not_separate(tmp_path):
+    """Blocks are subjects (DESIGN.md): u1's Oslo never meets u0's towns, while u0's
+    "Lives in Paris", filed under employment by the store, does outdate u0's Bergen."""
     store_path = _store(tmp_path / "bot.db", users=2, per_block=1)
     _add(store_path, ("u1", "location", None, "Lives in Oslo", "2026-11-01 09:00:00"),
          ("u0", "employment", None, "Lives in Paris", "2026-11-02 09:00:00"))
@@ -127,7 +134,10 @@ def test_other_subjects_and_categories_are_never_compared(tmp_path):
     cfg = load_config(write_config(tmp_path, store_path))
     result = audit(config=cfg, as_of=AS_OF, detector=Detector())
     try:
-        assert list(result.contradictions()) == []
+        facts = {f["ref"]: f for f in result.iter_facts()}
+        found = [(facts[c["older"]]["text"], facts[c["newer"]]["text"], facts[c["older"]]["subject"],
+                  facts[c["newer"]]["subject"]) for c in result.contradictions()]
+        assert found == [("Lives in Bergen", "Lives in Paris", "u0", "u0")]
     finally:
         result.close()
 

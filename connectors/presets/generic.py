@@ -56,9 +56,10 @@ class GenericTable(SqliteConnector):
         best = None
         for t in tables:
             text = _pick(t.columns, TEXT_NAMES)
-            created = _pick(t.columns, CREATED_NAMES)
+            created = _pick(t.columns, CREATED_NAMES) or _pick(t.columns, UPDATED_NAMES, exclude={text})
             if not text or not created:
                 continue
+            # a table whose only time column is `updated_at` ages each row from its last write
             mapping = {"table": t.name, "text": text, "created_at": created}
             if t.pk:
                 mapping["id"] = list(t.pk)

@@ -15,12 +15,22 @@ DAY = 86400.0                   # seconds in a day: ages and half-lives are in d
 _EPOCH_MS_THRESHOLD = 1e11  # larger numbers are milliseconds (year 5138 in seconds)
 _NUMERIC = re.compile(r"^\s*-?\d+(\.\d+)?\s*$")
 _NAIVE_EPOCH = dt.datetime(1970, 1, 1)
+# The moments a report can print (datetime's years 1..9999, UTC): anything outside, or NaN
+# and infinities, is "not a timestamp" (a warning naming the field), never a crash later.
+MIN_EPOCH = -62135596800.0        # 0001-01-01T00:00:00Z
+MAX_EPOCH = 253402300799.0        # 9999-12-31T23:59:59Z
+
+
+def _in_range(epoch: float, value) -> float:
+    if not (MIN_EPOCH <= epoch <= MAX_EPOCH):      # also False for NaN
+        raise ValueError(f"not a timestamp (out of range): {value!r}")
+    return epoch
 
 
 def parse_timestamp(value) -> float | None:
     """Return epoch seconds (UTC) for a stored timestamp, None for empty values.
 
-    Raises ValueError for text that is not a timestamp.
+    Raises ValueError for text that is not a timestamp, or one outside years 1..9999 UTC.
 
     Example:
         >>> parse_timestamp("2024-11-29 13:19:39")
@@ -35,7 +45,7 @@ def parse_timestamp(value) -> float | None:
         else:
             if parsed.tzinfo is None:
                 return (parsed - _NAIVE_EPOCH).total_seconds()
-            return parsed.timestamp()
+            return _in_range(_aware_epoch(parsed), value)
     if value is None or value == "" or value == b"":
         return None
     if isinstance(value, (bytes, bytearray, memoryview)):
@@ -43,8 +53,11 @@ def parse_timestamp(value) -> float | None:
     if isinstance(value, bool):
         raise ValueError(f"not a timestamp: {value!r}")
     if isinstance(value, (int, float)):
-        number = float(value)
-        return number / 1000.0 if abs(number) > _EPOCH_MS_THRESHOLD else number
+        try:
+            number = float(value)
+        except OverflowError:           # a 400-digit integer
+            raise ValueError(f"not a timestamp (out of range): {value!r}") from None
+        return _in_range(number / 1000.0 if abs(number) > _EPOCH_MS_THRESHOLD else number, value)
     if isinstance(value, dt.datetime):
         return _datetime_to_epoch(value)
     if isinstance(value, dt.date):
@@ -61,10 +74,16 @@ def parse_timestamp(value) -> float | None:
     return _datetime_to_epoch(parsed)
 
 
+def _aware_epoch(value: dt.datetime) -> float:
+    """Epoch seconds of an aware datetime, computed without datetime overflow at the year edges."""
+    offset = value.utcoffset() or dt.timedelta(0)
+    return (value.replace(tzinfo=None) - _NAIVE_EPOCH - offset).total_seconds()
+
+
 def _datetime_to_epoch(value: dt.datetime) -> float:
     if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.timestamp()
+        return (value - _NAIVE_EPOCH).total_seconds()
+    return _in_range(_aware_epoch(value), value)
 
 
 def parse_as_of(text: str | None) -> float:

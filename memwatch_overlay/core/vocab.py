@@ -60,6 +60,8 @@ class ReportFormat(StrEnum):
     SARIF = "sarif"
     MARKDOWN = "markdown"
     HTML = "html"
+    NDJSON = "ndjson"     # one fact per line
+    CSV = "csv"           # a header row, one fact per row
 
 
 class ListFormat(StrEnum):

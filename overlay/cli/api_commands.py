@@ -59,18 +59,25 @@ def check(cli: CliContext, text, subject, apply_, fmt):
 
 
 @click.command()
-@click.argument("refs", nargs=-1, required=True)
+@click.argument("refs", nargs=-1)
 @click.option("--subject", help="Subject of the KEYs given (facts added with --subject).")
 @config_option
 @overlay_option
+@as_of_option
 @pass_cli
 def refresh(cli: CliContext, refs, subject):
     """Mark facts (by REF, or the KEY of a fact you added) as re-confirmed now.
 
-    Their freshness restarts from 1 and their confidence from a higher start.
+    Their freshness restarts from 1 and their confidence from a higher start. With no REF,
+    as in memwatch, recompute every fact's score now (or at --as-of); nothing is re-confirmed.
     """
-    from memwatch_overlay.overlay.engine.maintenance import refresh as do_refresh
-    n = do_refresh(cli.config, cli.overlay_path, list(refs), subject=subject)
+    from memwatch_overlay.overlay.engine import maintenance
+    if not refs:
+        cli.require_overlay()
+        n = maintenance.rescore_all(cli.config, cli.overlay_path, cli.as_of)
+        cli.echo(f"rescored {n} fact(s)")
+        return
+    n = maintenance.refresh(cli.config, cli.overlay_path, list(refs), subject=subject, now=cli.as_of_given)
     cli.echo(f"refreshed {n} fact(s)")
 
 

@@ -44,6 +44,7 @@ class CliContext:
     config_path: str | None = None
     overlay_path: str | None = None
     as_of_text: str | None = None
+    quiet: bool = False             # -q: nothing on stderr but errors (no notes, warnings, progress)
     clock: Callable[[], float] = time.time
     _config: Config | None = field(default=None, repr=False)
     _closers: list = field(default_factory=list, repr=False)
@@ -87,11 +88,25 @@ class CliContext:
         return store
 
     def memwatch(self, subject: str | None = None) -> "MemWatch":
-        """The Python API's MemWatch over this overlay (add, refresh, ... as the API does them)."""
+        """The Python API's MemWatch over this overlay (add, refresh, ... as the API does them),
+        its clock at --as-of when given."""
         from memwatch_overlay.overlay.api import MemWatch
         from memwatch_overlay.overlay.engine.audit import overlay_target
         config = self.config
-        return MemWatch(db=overlay_target(config, self.overlay_path), config=config, subject=subject)
+        given = self.as_of_given
+        clock = self.clock if given is None else (lambda: given)
+        return MemWatch(db=overlay_target(config, self.overlay_path), config=config, subject=subject, clock=clock)
+
+    def require_overlay(self) -> None:
+        """A ConfigError (exit 2) when the overlay file does not exist yet: a command that only
+        reads the overlay must not create an empty one and report on it."""
+        from memwatch_overlay.overlay.engine.audit import overlay_target
+        from memwatch_overlay.overlay.store.postgres_dialect import is_dsn
+        target = overlay_target(self.config, self.overlay_path)
+        if not is_dsn(target) and not Path(target).exists():
+            raise ConfigError(f"no overlay at {target} yet; make one with `memwatch-overlay audit STORE` "
+                              "(or `daemon`, or `add KEY VALUE`), or point --overlay / --config at yours",
+                              field="--overlay")
 
     def close(self) -> None:
         while self._closers:
@@ -114,8 +129,9 @@ class CliContext:
         click.echo(text)
 
     def warn(self, text: str) -> None:
-        """A line on stderr (notes, warnings, gate lines)."""
-        click.echo(text, err=True)
+        """A line on stderr (notes, warnings, gate lines); nothing with -q."""
+        if not self.quiet:
+            click.echo(text, err=True)
 
     def print_json(self, data, **kwargs) -> None:
         import json

@@ -40,6 +40,7 @@ def daemon(cli: CliContext, poll, once, log_format, verbose):
 def status(cli: CliContext, fmt):
     """Per source: last sync, lag, rows seen, rows read by the last sync, errors."""
     from memwatch_overlay.overlay.engine.maintenance import source_status
+    cli.require_overlay()
     data = source_status(cli.config, cli.overlay_path)
     if fmt == "json":
         cli.print_json(data)

@@ -128,6 +128,25 @@ def expected_message(exc: BaseException) -> str | None:
         return f"this needs the optional {extra!r} extra (missing module {top}): pip install 'memwatch-overlay[{extra}]'"
     if isinstance(exc, OSError):
         return os_error_message(exc)
+    full = _disk_full(exc)
+    if full is not None:
+        return (f"the disk holding the overlay is full ({full}); free some space and run again "
+                "(the interrupted transaction was rolled back: nothing stored is lost)")
+    return None
+
+
+def _disk_full(exc: BaseException) -> str | None:
+    """SQLite's "database or disk is full" (SQLITE_FULL), also when a failed rollback
+    raised a second error on top of it: the message of the first, else None."""
+    import sqlite3
+    current: BaseException | None = exc
+    for _ in range(5):
+        if current is None:
+            break
+        if isinstance(current, sqlite3.Error) and (
+                "disk is full" in str(current) or getattr(current, "sqlite_errorname", "") == "SQLITE_FULL"):
+            return str(current)
+        current = current.__context__ or current.__cause__
     return None
 
 

@@ -14,7 +14,7 @@ import click
 from memwatch_overlay.overlay.cli import api_commands, audit, daemon, maintenance, mcp, sources, writeback
 from memwatch_overlay.overlay.cli.context import current
 from memwatch_overlay.overlay.cli.errors import TRACEBACK_ENV, StdoutClosed, run_guarded, wants_traceback
-from memwatch_overlay.overlay.cli.options import FORMATS, REPORT_FORMAT_CHOICES
+from memwatch_overlay.overlay.cli.options import FORMATS, REPORT_FORMAT_CHOICES, quiet_option
 
 REPORT_FORMATS = REPORT_FORMAT_CHOICES     # audit, report (kept under the old name)
 __all__ = ["main", "FORMATS", "REPORT_FORMATS"]
@@ -41,6 +41,7 @@ class MemwatchGroup(click.Group):
 
 @click.group(cls=MemwatchGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="memwatch-overlay")
+@quiet_option
 @click.option("--traceback", is_flag=True, expose_value=False,
               help=f"On an unexpected error (exit 70), print the Python traceback (or set {TRACEBACK_ENV}=1).")
 @click.pass_context

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from memwatch_overlay.overlay.cli.audit import gate_lines, gate_status, publish_result
+from memwatch_overlay.overlay.cli.audit import check_summary_only, gate_lines, gate_status, publish_result
 from memwatch_overlay.overlay.cli.context import CliContext, pass_cli
 from memwatch_overlay.overlay.cli.options import (REPORT_FORMAT_CHOICES, as_of_option, config_option,
                                                   format_option, overlay_option, report_output_options,
@@ -19,24 +19,36 @@ from memwatch_overlay.overlay.cli.options import (REPORT_FORMAT_CHOICES, as_of_o
                help="Report format [default: table; none when only --html or --trend is given].")
 @report_output_options
 @click.option("--trend", is_flag=True, help="Show how staleness moved over the last --runs audits.")
+@click.option("--compact", is_flag=True,
+              help="memwatch's layout for facts added with `add`: KEY, VALUE, SCORE, LABEL, DAYS LEFT.")
 @click.option("--runs", "runs", type=click.IntRange(min=1), default=10, show_default=True,
               help="How many audit runs --trend (and the HTML trend chart) cover.")
 @threshold_options
 @pass_cli
-def report(cli: CliContext, source_name, fmt, output_path, html_path, github, trend, runs,
-           max_stale_ratio, max_stale, max_contradictions, min_avg_freshness):
+def report(cli: CliContext, source_name, fmt, output_path, html_path, github, junit_failures, summary_only,
+           trend, compact,
+           runs, max_stale_ratio, max_stale, max_contradictions, min_avg_freshness):
     """Print the overlay's current state without reading any source.
 
     --html writes a self-contained page; --trend shows the stale ratio of recent audits
     (table or json). Exit 1 when a threshold is exceeded (not with --trend alone).
     """
     from memwatch_overlay.overlay.output.trend import report_trend
+    # option combinations first: a usage error is reported the same with or without an overlay
+    if compact and (fmt not in (None, "table") or trend or html_path or output_path):
+        raise click.BadParameter("--compact prints a table on stdout only", param_hint="--compact")
+    if trend and fmt not in (None, "table", "json"):
+        raise click.BadParameter("--trend prints table or json", param_hint="--format")
+    cli.require_overlay()
+    if compact:
+        from memwatch_overlay.overlay.output.listings import render_compact
+        with cli.memwatch() as mw:
+            render_compact(mw.report(), cli.console())
+        return None
     config = cli.config
     history = report_trend(config, cli.overlay_path, runs, source_name) if (trend or html_path) else None
     if trend:
         assert history is not None
-        if fmt not in (None, "table", "json"):
-            raise click.BadParameter("--trend prints table or json", param_hint="--format")
         _print_trend(cli, history, fmt or "table", output_path)
         if not html_path:
             return None
@@ -48,7 +60,9 @@ def report(cli: CliContext, source_name, fmt, output_path, html_path, github, tr
                             thresholds=thresholds(max_stale_ratio, max_stale, max_contradictions,
                                                   min_avg_freshness))
     try:
-        publish_result(cli, result, fmt, output_path, html_path, github, trend=history)
+        check_summary_only(fmt, summary_only)
+        publish_result(cli, result, fmt, output_path, html_path, github, trend=history,
+                       junit_failures=junit_failures, summary_only=summary_only)
         gate_lines(cli, result, fmt, output_path)
         return gate_status(result)
     finally:
@@ -63,7 +77,7 @@ def _print_trend(cli: CliContext, history: dict, fmt: str, output_path: str | No
         if fmt == "json":
             trend_mod.write_json(history, out)
         else:
-            trend_mod.render_table(history, Console(file=out, no_color=out is not cli.stdout))
+            trend_mod.render_table(history, Console(file=out, no_color=True if out is not cli.stdout else None))
     finally:
         if out is not cli.stdout:
             out.close()
@@ -77,6 +91,7 @@ def _print_trend(cli: CliContext, history: dict, fmt: str, output_path: str | No
 def stats(cli: CliContext, fmt):
     """Counts per source, category and label in the overlay."""
     from memwatch_overlay.overlay.engine.maintenance import overlay_stats
+    cli.require_overlay()
     data = overlay_stats(cli.config, cli.overlay_path)
     if fmt == "json":
         cli.print_json(data)
@@ -130,6 +145,7 @@ def gc(cli: CliContext, retention_days):
 def export_cmd(cli: CliContext, file):
     """Write the whole overlay to FILE as JSON lines (a backup, or to move it)."""
     from memwatch_overlay.overlay.store.backup import export_file
+    cli.require_overlay()
     counts = export_file(cli.open_store(), file)
     cli.echo("exported " + ", ".join(f"{n} {kind}(s)" for kind, n in counts.items()) + f" to {file}")
 

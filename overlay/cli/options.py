@@ -59,6 +59,21 @@ def overlay_option(fn):
                         expose_value=False, callback=_set("overlay_path"))(fn)
 
 
+QUIET_HELP = "Print nothing on stderr but errors: no progress, notes, warnings or gate lines (the exit code says it)."
+
+
+def _set_quiet(ctx: click.Context, param: click.Parameter, value):
+    if value:
+        current(ctx).quiet = True
+    return value
+
+
+def quiet_option(fn):
+    """-q / --quiet: on the group (before the command) and on the commands that talk on stderr."""
+    return click.option("-q", "--quiet", is_flag=True, expose_value=False, callback=_set_quiet,
+                        help=QUIET_HELP)(fn)
+
+
 def as_of_option(fn):
     return click.option("--as-of", "as_of", help=AS_OF_HELP, expose_value=False, callback=_check_as_of)(fn)
 
@@ -79,7 +94,15 @@ def output_option(default: str | None = None, help: str = "Write the report here
 
 
 def report_output_options(fn):
-    """--output, --html and --github/--no-github: where an audit result goes besides stdout."""
+    """--output, --html, --github/--no-github, --junit-failures and --summary-only: where an
+    audit result goes, and how."""
+    fn = click.option("--summary-only", is_flag=True,
+                      help="--format json: the summary, gate and per-category/per-source counts, without "
+                           "the facts and contradictions (for very large stores).")(fn)
+    fn = quiet_option(fn)
+    fn = click.option("--junit-failures", type=click.Choice(["gate", "facts"]), default="gate", show_default=True,
+                      help="--format junit: what fails: only the gate's test case (as the exit code), or also "
+                           "each category holding stale, expired or contradicted facts.")(fn)
     fn = click.option("--github/--no-github", "github", default=True, show_default=True,
                       help="Under GitHub Actions (GITHUB_ACTIONS=true): annotations and a job summary.")(fn)
     fn = click.option("--html", "html_path", type=click.Path(dir_okay=False),

@@ -37,7 +37,7 @@ def plan(cli: CliContext, source_names, do_apply, fmt):
 
 
 @click.command()
-@click.argument("action_ids", nargs=-1, type=int)
+@click.argument("action_ids", nargs=-1, type=click.IntRange(1, 2**63 - 1))
 @click.option("--since", "since", help="Undo every action applied at or after this date/time (UTC).")
 @config_option
 @overlay_option

@@ -133,6 +133,7 @@ class Daemon:
         self._loop_exited = threading.Event()
         self._started = False
         self._stopped = False
+        self._announced = False
         self._next_rescore = 0.0
         self._next_heartbeat = 0.0
         self._started_at = 0.0
@@ -167,6 +168,7 @@ class Daemon:
             self._start_observer()
             self._heartbeat(force=True)
         mode = "polling" if self.poll else "file events + polling"
+        self._announced = True     # from here on, a "daemon stopped" line pairs with this one
         self.log.info("daemon started: %d source(s), overlay %s, %s", len(self.states), self.store.label, mode,
                       extra={"event": "start", "sources": [s.name for s in self.states],
                              "overlay": self.store.label, "pid": os.getpid(),
@@ -226,6 +228,8 @@ class Daemon:
                     self.leases.close()
                 except Exception as exc:
                     self.first_error = self.first_error or exc
+        if not self._announced:
+            return    # start() failed (a future-schema overlay...): its own error is the whole story
         self.log.info("daemon stopped (%s) after %d tick(s), %d sync(s)", self.stop_reason, self.ticks, self.syncs,
                       extra={"event": "stop", "reason": self.stop_reason, "ticks": self.ticks, "syncs": self.syncs})
 

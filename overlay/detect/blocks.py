@@ -1,19 +1,37 @@
-"""Run the contradiction detector over the facts one sync changed, block by block.
+"""Run the contradiction detector over the subjects one sync changed, one block at a time.
 
 Called by ``SyncEngine`` inside the sync's transaction, after the changed facts are
-stored and their old contradictions cleared. A changed fact is compared only with the
-live facts of its block (same subject and category, any source), in both directions: it
-may outdate older facts, and an already known newer fact may outdate it. Work therefore
-grows with what changed times the size of its block, never with the whole overlay.
+stored and their old contradictions cleared.
+
+A block is one subject's live facts within one subject space: by default the source
+itself (a zero-config audit never compares two stores), or every source of the config
+that names the same ``subject_space``. Categories play no part: "handed in my notice at
+Deloitte" (general) meets "I work at Deloitte" (employment). Facts of different subjects
+are never compared.
+
+A block is walked oldest first. Each fact is compared only with the current *holders* of
+the index terms it wants (``Detector.index_terms``: a slot, a store key, a word its
+transition cue scopes over): the facts offering that term that no newer fact has
+outdated on it yet. An outdated fact leaves the holders of the terms it was outdated
+on, so an older fact is outdated by the nearest newer fact that replaces it, and the
+block stores that supersession edge, not every pair ("Google" -> "Stripe" -> "Meta" gives
+two edges, not three). A newer fact meets at most ``MAX_HOLDERS`` holders per term (the
+newest): work and storage grow about linearly with a subject's facts.
+
+A block with a changed fact is walked again as a whole, so an incremental sync finds
+exactly what a full audit finds (a fact inserted between two others, an edited or deleted
+fact that outdated something); the block's stored edges are then brought to the walk's
+result (new ones inserted, ones the walk no longer gives deleted; edges the source itself
+recorded, such as mem0's UPDATE, are left alone).
 """
 from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
-from itertools import combinations
+from itertools import islice
+from typing import Iterable
 
-from memwatch_overlay.overlay.detect.detector import Detector, FactView
-from memwatch_overlay.overlay.detect.slots import stem
+from memwatch_overlay.overlay.detect.detector import Contradiction, Detector, FactView
 from memwatch_overlay.overlay.store.database import OverlayStore
 
 
@@ -35,21 +53,46 @@ SAVE_BATCH = 1000
 # Texts per embedding-model call when the semantic layer is on (blocks are gathered up to
 # this many facts; the embedder's in-memory cache must hold at least this many vectors).
 EMBED_BATCH = 256
+# A newer fact is compared with at most this many holders of one index term (the newest).
+# Holders of a single-valued slot are outdated as they go, so this bounds only terms many
+# facts share without outdating each other (a word mentioned in thousands of memories).
+MAX_HOLDERS = 128
+# With the semantic layer, a newer fact also meets this many of the block's newest facts
+# not yet outdated, whatever words they share.
+MAX_SEMANTIC = 32
 
 
 def detect_changed(store: OverlayStore, detector: Detector, source_id: int, sync_no: int,
-                   now: float, stats=None) -> int:
-    """Compare this sync's changed facts within their blocks; persist what is found."""
+                   now: float, stats=None, space: list[int] | None = None,
+                   also: Iterable[int] = (), affected: set[int] | None = None) -> int:
+    """Walk again every block holding a fact this sync changed; persist what is found.
+
+    ``space``: ids of the sources whose subjects are this source's (default: the source
+    alone). ``also``: further facts whose blocks must be walked (deleted this sync).
+    ``affected`` collects the facts whose stored edges were dropped, whose status must be
+    recomputed. Returns how many edges were stored anew.
+    """
     before = detector.comparisons
+    space = sorted(set(space or []) | {source_id})
     vectors = _vector_cache(store, detector)
-    saver = _Saver(store, now)
+    judge = getattr(detector, "judge", None)
+    if judge is not None and hasattr(judge, "cache"):
+        judge.cache = store                 # verdicts outlive the run (overlay/store/verdicts.py)
+    saver = _Saver(store, now, affected)
+    subjects = store.changed_subjects(source_id, sync_no, list(also))
+    if not subjects:
+        return 0
     n_changed = store.count_changed(source_id, sync_no, live_only=True)
     blocks = _scanned_blocks if n_changed >= SCAN_MIN_CHANGED else _queried_blocks
+    gathered = blocks(store, space, subjects, source_id, sync_no)
     if vectors is not None:
-        blocks = _embedded_in_batches(blocks, vectors, detector.embedder)
-    for block, changed_ids in blocks(store, source_id, sync_no):
-        if len(block) > 1:          # a fact alone in its block has nothing to contradict
-            _detect_block(detector, block, changed_ids, saver)
+        gathered = _embedded_in_batches(gathered, vectors, detector.embedder)
+    stored = store.has_contradictions()
+    for block, changed_ids in gathered:
+        edges, confirms = walk_block(detector, block, changed_ids)
+        saver.replace_block(block, edges, stored)
+        for older, at in confirms:
+            saver.confirm(older, at)
     saver.flush()
     if stats is not None:
         stats.comparisons += detector.comparisons - before
@@ -58,19 +101,17 @@ def detect_changed(store: OverlayStore, detector: Detector, source_id: int, sync
 
 def _embedded_in_batches(blocks, vectors, embedder):
     """`blocks`, with every block's facts given a vector first: several blocks at a time,
-    about `batch` texts per model call. One call per block (a handful of texts each) cost
-    ~0.1 s of model overhead per block; batched, the model runs at its own speed."""
-    def embedded(store: OverlayStore, source_id: int, sync_no: int):
-        pending: list = []
-        size, batch = 0, EMBED_BATCH
-        for block, changed_ids in blocks(store, source_id, sync_no):
-            pending.append((block, changed_ids))
-            size += len(block)
-            if size >= batch:
-                yield from _with_vectors(pending, vectors, embedder)
-                pending, size = [], 0
-        yield from _with_vectors(pending, vectors, embedder)
-    return embedded
+    about EMBED_BATCH texts per model call. One call per block (a handful of texts each)
+    cost ~0.1 s of model overhead per block; batched, the model runs at its own speed."""
+    pending: list = []
+    size = 0
+    for block, changed_ids in blocks:
+        pending.append((block, changed_ids))
+        size += len(block)
+        if size >= EMBED_BATCH:
+            yield from _with_vectors(pending, vectors, embedder)
+            pending, size = [], 0
+    yield from _with_vectors(pending, vectors, embedder)
 
 
 def _with_vectors(pending: list, vectors, embedder):
@@ -79,77 +120,127 @@ def _with_vectors(pending: list, vectors, embedder):
     yield from pending
 
 
-def _queried_blocks(store: OverlayStore, source_id: int, sync_no: int):
-    """(block rows, changed ids) per block of the changed facts: one query per block."""
-    changed = store.changed_live_blocks(source_id, sync_no)
-    blocks: dict[tuple, set[int]] = defaultdict(set)
-    for row in changed:
-        blocks[(row["subject"], row["category"])].add(row["id"])
-    for (subject, category), ids in blocks.items():
-        yield store.block(subject, category), ids
+def _changed_of(rows, source_id: int, sync_no: int) -> set[int]:
+    return {r["id"] for r in rows if r["source_id"] == source_id and r["changed_sync"] == sync_no}
 
 
-def _scanned_blocks(store: OverlayStore, source_id: int, sync_no: int):
-    """The same blocks from one pass over live facts in block order (facts_block index):
-    memory stays one block, and a block with no changed fact is skipped."""
-    key = None
+def _queried_blocks(store: OverlayStore, space: list[int], subjects: set, source_id: int, sync_no: int):
+    """(block rows, changed ids) per changed subject: one query per block."""
+    for subject in sorted(subjects, key=lambda s: (s is not None, s or "")):
+        rows = store.subject_block(subject, space)
+        yield rows, _changed_of(rows, source_id, sync_no)
+
+
+def _scanned_blocks(store: OverlayStore, space: list[int], subjects: set, source_id: int, sync_no: int):
+    """The same blocks from one pass over the space's live facts in subject order: memory
+    stays one block, and a subject with no changed fact is skipped."""
+    key: object = ()
     block: list = []
-    changed: set[int] = set()
-    for r in store.iter_blocks_scan(source_id, sync_no):
-        k = (r["subject"], r["category"])
+    for r in store.iter_subject_scan(space):
+        k = r["subject"]
         if k != key:
-            if changed:
-                yield block, changed
-            key, block, changed = k, [], set()
+            if block and key in subjects:
+                yield block, _changed_of(block, source_id, sync_no)
+            key, block = k, []
         block.append(r)
-        if r["mw_changed"]:
-            changed.add(r["id"])
-    if changed:
-        yield block, changed
+    if block and key in subjects:
+        yield block, _changed_of(block, source_id, sync_no)
 
 
-def _detect_block(detector: Detector, block: list[sqlite3.Row], changed_ids: set[int], saver) -> None:
-    ids = {r["ref"]: r["id"] for r in block}
+def walk_block(detector: Detector, block: list, changed_ids: set[int]):
+    """The supersession edges of one block, {(older id, newer id): Contradiction}, and the
+    (older id, when) pairs a changed fact restated; see the module docstring."""
+    edges: dict[tuple[int, int], Contradiction] = {}
+    confirms: list[tuple[int, float]] = []
+    if len(block) < 2:
+        return edges, confirms
     views = {r["id"]: fact_view(r) for r in block}
+    ids = {v.ref: i for i, v in views.items()}
+    table = {r["id"]: r["tbl"] for r in block}
     index = BlockIndex(detector, views)
-    pairs: set[tuple[int, int]] = set()
     # Recency: learned_at, ties broken by row id (a store without timestamps lists its
     # records oldest first) but only within one table: two tables with no timestamps
     # (an MCP graph's observations and relations) say nothing about which came first.
-    order = {i: (v.learned_at, i) for i, v in views.items()}
-    table = {r["id"]: r["tbl"] for r in block}
+    order = sorted(views, key=lambda i: (views[i].learned_at, i))
+    holders: dict[tuple, dict[int, None]] = defaultdict(dict)
+    alive: dict[int, None] = {}            # not outdated yet, oldest first (semantic layer)
+    semantic = index.everything
+
+    # A store whose subject cannot be read (no user column) mixes people: there, two facts
+    # are compared only when they name the same person, or neither names anyone.
+    unknown = views[order[0]].subject is None
+    entity = {i: index.readings[v.ref].entity for i, v in views.items()} if unknown else {}
+
+    def same_person(i: int, j: int) -> bool:
+        return not unknown or entity[i] == entity[j]
+
+    hidden: dict[int, list[int]] = {}     # a fact -> the older facts it restated, standing for them
+
+    def drop(i: int, terms: frozenset, keep_alive: bool = False) -> None:
+        for t in terms & index.terms[i]:
+            h = holders.get(t)
+            if h is not None:
+                h.pop(i, None)
+        if not keep_alive:
+            alive.pop(i, None)
 
     def older(i: int, j: int) -> bool:
-        """Fact i is known to be older than fact j."""
         if views[i].learned_at == views[j].learned_at and table[i] != table[j]:
             return False
-        return order[i] < order[j]
+        return (views[i].learned_at, i) < (views[j].learned_at, j)
 
-    for mine in sorted(changed_ids):
-        me = views[mine]
-        olders = [views[i] for i in index.candidates(mine) if older(i, mine)]
-        for c in detector.compare(me, olders, index.readings):
-            pairs.add((ids[c.older], ids[c.newer]))
-            saver.save(ids, c)
-        for ref in detector.confirmed:          # restated: the older fact is re-learned
-            saver.confirm(ids[ref], me.learned_at)
-        # an unchanged newer fact may outdate this one (changed ones are handled in their turn)
-        for i in index.could_outdate(mine):
-            if i in changed_ids or not older(mine, i):
-                continue
-            for c in detector.compare(views[i], [me], index.readings):
-                if (ids[c.older], ids[c.newer]) not in pairs:
-                    pairs.add((ids[c.older], ids[c.newer]))
-                    saver.save(ids, c)
+    for f in order:
+        wants = index.wants[f]
+        cands: set[int] = set()
+        for t in wants:
+            h = holders.get(t)
+            if h:
+                cands.update(islice(reversed(h), MAX_HOLDERS))
+        if semantic:
+            cands.update(islice(reversed(alive), MAX_SEMANTIC))
+        olders = sorted((i for i in cands if older(i, f) and same_person(i, f)),
+                        key=lambda i: (views[i].learned_at, i), reverse=True)
+        if olders:
+            me = views[f]
+            outdated = []
+            for c in detector.compare(me, [views[i] for i in olders], index.readings):
+                o = ids[c.older]
+                edges[(o, f)] = c
+                outdated.append(o)
+            restated = [ids[ref] for ref in detector.confirmed]
+            if f in changed_ids:
+                confirms.extend((i, me.learned_at) for i in restated)
+            for o in outdated:
+                drop(o, wants)
+                members = hidden.pop(o, None)
+                if members:         # the facts o stood for meet f too: outdated, or held again
+                    gone = set()
+                    for c in detector.compare(me, [views[i] for i in members if older(i, f)
+                                                   and same_person(i, f)], index.readings):
+                        edges[(ids[c.older], f)] = c
+                        gone.add(ids[c.older])
+                    for i in members:
+                        if i in gone:
+                            drop(i, wants)
+                        else:
+                            for t in index.terms[i]:
+                                holders[t][i] = None
+            for h in restated:      # f stands for what it restates: later facts meet f alone
+                drop(h, wants & index.terms[f], keep_alive=True)
+                hidden.setdefault(f, []).append(h)
+                hidden[f].extend(hidden.pop(h, ()))
+        for t in index.terms[f]:
+            holders[t][f] = None
+        alive[f] = None
+    return edges, confirms
 
 
 class BlockIndex:
     """Which facts of a block a fact can possibly contradict, without comparing them all.
 
-    The rules only ever relate two facts that share a slot (city, employer ...), a store
-    key, or a word the newer fact's transition cue scopes over (matched on its first five
-    letters, as the cue rule does). With an embedder every fact of the block is a
-    candidate: the semantic layer looks at all of them.
+    Built on ``Detector.index_terms``: a newer fact is a candidate against the older facts
+    offering a term it wants. With an embedder every fact of the block is a candidate for
+    ``candidates``/``could_outdate`` (the semantic layer looks at all of them).
     """
 
     def __init__(self, detector: Detector, views: dict[int, FactView]):
@@ -158,25 +249,15 @@ class BlockIndex:
         self.all_ids = list(views)
         self.by_term: dict[tuple, set[int]] = defaultdict(set)
         self.by_want: dict[tuple, set[int]] = defaultdict(set)
-        self.terms: dict[int, set[tuple]] = {}         # what a fact offers as an older fact
-        self.wants: dict[int, set[tuple]] = {}         # what a fact looks for as a newer fact
-        self.readings = {v.ref: detector.read(v) for v in views.values()}   # read once per block
+        self.terms: dict[int, frozenset[tuple]] = {}     # what a fact offers as an older fact
+        self.wants: dict[int, frozenset[tuple]] = {}     # what a fact looks for as a newer fact
+        self.readings = {}
         for i, v in views.items():
-            r = self.readings[v.ref]
-            offers = {t for s in r.slots for t in _slot_terms(s, offer=True)}
-            offers |= {("word", _w(a)) for a in r.anchors}
-            key = detector._own_key(v)
-            if key:
-                offers.add(("key", key.strip().lower()))
-            wants = {t for s in r.slots for t in _slot_terms(s, offer=False)}
-            if key:
-                wants.add(("key", key.strip().lower()))
-            for c in r.cues:
-                wants |= {("word", _w(w)) for w in c.scope}
-            topics = detector.learned_terms(v)      # the learned layer relates facts by topic
-            offers |= topics
-            wants |= topics
-            self.terms[i], self.wants[i] = offers, wants
+            self.readings[v.ref] = detector.read(v)       # read once per block
+            offers, wants = set(), set()
+            for role, *term in detector.index_terms(v):
+                (offers if role == "offer" else wants).add(tuple(term))
+            self.terms[i], self.wants[i] = frozenset(offers), frozenset(wants)
             for t in offers:
                 self.by_term[t].add(i)
             for t in wants:
@@ -203,41 +284,28 @@ class BlockIndex:
         return sorted(out)
 
 
-def _w(word: str) -> str:
-    return word[:5]
-
-
-def _slot_terms(s, offer: bool) -> set[tuple]:
-    """Index terms of a slot.
-
-    Most slots meet the whole slot. Slots keyed by an object (likes, counts) meet only
-    facts whose object's words contain, or are contained in, theirs ("thai food" / "food",
-    as the rule compares them): an older fact offers every subset of its words ("sup") and
-    the whole set ("full"); a newer fact looks for its whole set among the "sup" terms and
-    for each of its subsets among the "full" terms.
-    """
-    if s.mode not in ("polar", "count") or not s.key:
-        return {("slot", s.name)}
-    words = sorted({stem(w) for w in s.key.split()})[:6]
-    subsets = {frozenset(c) for n in range(1, len(words) + 1) for c in combinations(words, n)}
-    whole = frozenset(words)
-    if offer:
-        return {("sup", s.name, x) for x in subsets} | {("full", s.name, whole)}
-    return {("sup", s.name, whole)} | {("full", s.name, x) for x in subsets}
-
-
 class _Saver:
-    """Persists findings in batches. A contradiction the source itself records (mem0
-    UPDATE, memlife superseded_by), saved earlier in this sync, is kept as it is."""
+    """Brings each walked block's stored edges to the walk's result, in batches. A
+    contradiction the source itself records (mem0 UPDATE, memlife superseded_by: stored
+    without an update) is kept as it is."""
 
-    def __init__(self, store: OverlayStore, now: float):
+    def __init__(self, store: OverlayStore, now: float, affected: set[int] | None = None):
         self.store, self.now = store, now
         self.pending: list[tuple] = []
         self.confirmed: list[tuple[int, float]] = []
+        self.affected = affected if affected is not None else set()
         self.found = 0
 
-    def save(self, ids: dict[str, int], c) -> None:
-        self.pending.append((ids[c.older], ids[c.newer], c.kind, c.confidence, c.evidence, c.update))
+    def replace_block(self, block: list, edges: dict, stored: bool) -> None:
+        if stored:
+            have = self.store.detected_edges_of([r["id"] for r in block])
+            stale = [e for e in have if e not in edges]
+            if stale:
+                self.store.delete_edges(stale)
+                self.affected.update(o for o, _ in stale)
+            edges = {e: c for e, c in edges.items() if e not in have}
+        for (o, n), c in edges.items():
+            self.pending.append((o, n, c.kind, c.confidence, c.evidence, c.update))
         if len(self.pending) >= SAVE_BATCH:
             self.flush()
 
@@ -289,11 +357,17 @@ def make_detector(config) -> Detector | None:
     judge = None
     if judge_cfg.get("url") and judge_cfg.get("enabled", True):
         from memwatch_overlay.overlay.detect.judge import DEFAULT_MODEL, DEFAULT_TIMEOUT, Judge
+        from memwatch_overlay.overlay.detect.judge import DEFAULT_BATCH, DEFAULT_RETRIES
         judge = Judge(judge_cfg["url"], model=judge_cfg.get("model", DEFAULT_MODEL),
                       api_key_env=judge_cfg.get("api_key_env"),
-                      timeout=float(judge_cfg.get("timeout", DEFAULT_TIMEOUT)))
+                      timeout=float(judge_cfg.get("timeout", DEFAULT_TIMEOUT)),
+                      retries=int(judge_cfg.get("retries", DEFAULT_RETRIES)),
+                      batch_size=int(judge_cfg.get("batch_size", DEFAULT_BATCH)))
     kw = {}
     if "threshold" in emb_cfg:
         kw["semantic_threshold"] = float(emb_cfg["threshold"])
-    return Detector(pack, embedder=embedder, judge=judge,
-                    min_confidence=float(det.get("min_confidence", 0.0)), **kw)
+    detector = Detector(pack, embedder=embedder, judge=judge,
+                        min_confidence=float(det.get("min_confidence", 0.0)), **kw)
+    if config is not None:
+        detector.max_text_chars = config.max_text_chars
+    return detector

@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from itertools import combinations
 from typing import Iterable, Mapping, Protocol
 
+from memwatch_overlay.rules.config import DEFAULT_MAX_TEXT_CHARS
 from memwatch_overlay.overlay.detect.learned import Learned, load_learned
 from memwatch_overlay.overlay.detect.pack import Pack, SlotDef, load_pack
 from memwatch_overlay.overlay.detect.slots import (
@@ -47,7 +49,12 @@ from memwatch_overlay.overlay.detect.slots import (
 )
 
 DEFAULT_SEMANTIC_THRESHOLD = 0.6
-_NON_WORD = re.compile(r"[^\w]+")
+_NAME_PARTS = re.compile(r"[\W_]+")
+_MAX_KEY_VALUE_WORDS = 4
+_VALUE_TEXT = re.compile(r"[\w][\w .,&'@+/-]*")    # what a key-value memory's value looks like
+# Slot modes whose older reading may be outdated whatever its kind; in the others only an
+# assertion can be (an ending, "handed in my notice", holds no value a newer fact replaces).
+_ANY_KIND_OUTDATED = ("polar", "number")
 DEFAULT_CACHE_SIZE = 4096
 KEY_VALUE_CONFIDENCE = 0.9
 _DAY = 86400.0
@@ -147,12 +154,29 @@ class Detector:
                 self.confirmed.append(old.ref)
             else:
                 undecided.append(old)
+        if len(undecided) > 1 and self.judge is not None and hasattr(self.judge, "prefetch"):
+            # one request for the pairs the judge will be asked about below, not one each
+            self.judge.prefetch((o.text, newer.text) for o in self._for_judge(newer, nr, undecided, read))
         if undecided and self.embedder is not None:
             out.extend(self._semantic(newer, nr, undecided))
         elif undecided and self.judge is not None:
             out.extend(self._judged(newer, nr, undecided))
         return [c for c in out if c.confidence >= self.min_confidence]
 
+    def _for_judge(self, newer: FactView, nr: Reading, undecided: list[FactView], read) -> list[FactView]:
+        """The undecided facts the judge gets asked about (_semantic, _judged): similar
+        enough to the newer text with embeddings, else sharing a slot or a salient word."""
+        if self.embedder is not None:
+            sims = self.embedder.similarities(newer.text, [o.text for o in undecided])
+            return [o for o, s in zip(undecided, sims) if s >= self.semantic_threshold]
+        names = {s.name for s in nr.slots}
+        out = []
+        for old in undecided:
+            orr = read(old)
+            if names & {s.name for s in orr.slots} or any(
+                    _stem_match(a, b) for a in orr.anchors for b in nr.anchors):
+                out.append(old)
+        return out
     def pair_features(self, newer: FactView, olders: list[FactView]) -> list[dict[str, float]]:
         """The learned pair model's features for each (older, newer) pair (for training)."""
         nr = self.read(newer)
@@ -179,19 +203,100 @@ class Detector:
         """The category the pack reads in ``text``, or None."""
         return infer_category(text, self.pack)
 
+    # Characters of a text the slots read ([limits] max_text_chars; make_detector sets it):
+    # a megabyte-long memory is read by its beginning, in bounded time.
+    max_text_chars = DEFAULT_MAX_TEXT_CHARS
+
     def read(self, fact: FactView) -> Reading:
-        """Slots, cues and anchors of one fact (cached by text and subject)."""
-        ck = (fact.text or "", fact.subject or "")
+        """Slots, cues and anchors of one fact (cached by text, subject and key).
+
+        Two things the text alone does not say are added here: a store key that names a
+        slot (``key = employer``, ``text = Google``) makes the text that slot's value, and
+        the subject's own name (``u_alice``: "Coffee for Alice is always black") is never a
+        salient word (anchor) nor in a cue's scope: a name links facts about one person,
+        not a cue to the thing it ends. (Other names stay: "Biscuit is no longer with us"
+        must still end "adopted a beagle named Biscuit".)
+        """
+        text = (fact.text or "")[:self.max_text_chars]
+        ck = (text, fact.subject or "", fact.key or "")
         r = self._cache.get(ck)
         if r is None:
-            words = frozenset(w for w in _NON_WORD.split((fact.subject or "").lower()) if len(w) > 2)
-            r = self.extractor.read(fact.text or "", words)
+            words = subject_words(fact.subject)
+            r = self.extractor.read(text, words)
+            if words:
+                r = _without_names(r, words)
+            keyed = self._key_slot(fact, r)
+            if keyed is not None:
+                r = replace(r, slots=r.slots + (keyed,))
             self._cache[ck] = r
             if len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
         else:
             self._cache.move_to_end(ck)
         return r
+
+    def _key_slot(self, fact: FactView, r: Reading) -> Slot | None:
+        """The slot a fact's store key names, holding the fact's text as its value, when the
+        text does not already say something about that slot (a key-value memory)."""
+        sd = self.pack.slot_for_key(fact.key) if fact.key else None
+        if sd is None or sd.mode not in ("single", "number", "progress") or not r.text:
+            return None
+        if any(s.name == sd.name for s in r.slots):
+            return None
+        value = norm_value(r.text)
+        if not value or len(value.split()) > _MAX_KEY_VALUE_WORDS or not _VALUE_TEXT.fullmatch(value):
+            return None             # a sentence (or markup) under a key is read as text
+        if any(rx.search(value) for rx in sd.reject):
+            return None
+        return Slot(name=sd.name, category=sd.category, mode=sd.mode, key="", value=value,
+                    raw=r.text.strip(" ."), evidence=r.text)
+
+    def index_terms(self, fact: FactView | Reading) -> set[tuple]:
+        """What candidate generation (blocks.py) indexes a fact by: ``("offer", *term)`` for
+        what it offers as the older fact, ``("want", *term)`` for what it looks for as the
+        newer one. A newer fact is compared with the older facts offering a term it wants.
+
+        The rules only ever relate two facts sharing a slot (city, employer ...), a store
+        key, or a word the newer fact's transition cue scopes over (its first five letters,
+        as the cue rule matches them). The subject's own name never links two facts (see
+        ``read``): a fact about Alice does not meet every other fact naming Alice.
+        """
+        if isinstance(fact, FactView):
+            r, key = self.read(fact), self._own_key(fact)
+            names = subject_words(fact.subject)
+        else:
+            r, key, names = fact, None, frozenset()
+        out: set[tuple] = set()
+        for s in r.slots:
+            if s.mode == "multi":
+                # several values hold at once (phones, e-mails): a newer value meets the older
+                # ones only when it ends or replaces them (_mode_multi), else only its own value
+                if s.kind == "assert" and s.polarity >= 0:
+                    out |= {("offer", "slot", s.name), ("offer", "val", s.name, s.value)}
+                if s.kind == "assert" and s.polarity > 0:
+                    out.add(("want", "val", s.name, s.value))
+                if s.kind == "end" or (s.kind == "assert" and s.replacement and not s.addition):
+                    out.add(("want", "slot", s.name))
+                continue
+            if s.kind == "assert" or s.mode in _ANY_KIND_OUTDATED:
+                out |= {("offer", *t) for t in _slot_terms(s, offer=True)}
+            out |= {("want", *t) for t in _slot_terms(s, offer=False)}
+        ended = {w for c in r.cues for w in c.scope}    # what the fact itself ends: no anchor (_cues)
+        for a in r.anchors:
+            if not any(_name_form(a, n) for n in names) and not any(_stem_match(a, w) for w in ended):
+                out.add(("offer", "word", a[:5]))
+        for c in r.cues:
+            for w in c.scope:
+                if not any(_name_form(w, n) for n in names):
+                    out.add(("want", "word", w[:5]))
+        sd = self.pack.slot_for_key(key) if key else None
+        if key and (sd is None or sd.mode in ("single", "number", "progress")):
+            k = key.strip().lower()         # the key rule (_key_value) holds one value per key
+            out |= {("offer", "key", k), ("want", "key", k)}
+        if isinstance(fact, FactView):
+            for t in self.learned_terms(fact):      # the learned layer relates facts by topic
+                out |= {("offer", *t), ("want", *t)}
+        return out
 
     # ------------------------------------------------------------ one pair
     def _pair(self, new: FactView, nr: Reading, old: FactView, orr: Reading) -> _Verdict:
@@ -474,6 +579,49 @@ class Detector:
 
 
 # ---------------------------------------------------------------- value helpers
+
+def subject_words(subject: str | None) -> frozenset[str]:
+    """The words of a subject id that may name the person ("u_alice" -> {"alice"})."""
+    return frozenset(w for w in _NAME_PARTS.split((subject or "").lower())
+                     if len(w) > 2 and not w.isdigit())
+
+
+def _without_names(r: Reading, names: frozenset[str]) -> Reading:
+    """``r`` with the names left out of its anchors and of its cues' scopes."""
+    def named(w: str) -> bool:
+        return any(_name_form(w, n) for n in names)
+    anchors = frozenset(a for a in r.anchors if not named(a))
+    cues = tuple(c if not any(named(w) for w in c.scope)
+                 else replace(c, scope=frozenset(w for w in c.scope if not named(w))) for c in r.cues)
+    if anchors == r.anchors and cues == r.cues:
+        return r
+    return replace(r, anchors=anchors, cues=cues)
+
+
+def _name_form(word: str, name: str) -> bool:
+    """``word`` (an anchor or cue word, maybe stemmed) is a form of the name ``name``."""
+    word = word.lower()
+    return word == name or (len(word) >= 4 and name.startswith(word)) or word == name[:5]
+
+
+def _slot_terms(s: Slot, offer: bool) -> set[tuple]:
+    """Index terms of a slot.
+
+    Most slots meet the whole slot. Slots keyed by an object (likes, counts) meet only
+    facts whose object's words contain, or are contained in, theirs ("thai food" / "food",
+    as the rule compares them): an older fact offers every subset of its words ("sup") and
+    the whole set ("full"); a newer fact looks for its whole set among the "sup" terms and
+    for each of its subsets among the "full" terms.
+    """
+    if s.mode not in ("polar", "count") or not s.key:
+        return {("slot", s.name)}
+    words = sorted({stem(w) for w in s.key.split()})[:6]
+    subsets = {frozenset(c) for n in range(1, len(words) + 1) for c in combinations(words, n)}
+    whole = frozenset(words)
+    if offer:
+        return {("sup", s.name, x) for x in subsets} | {("full", s.name, whole)}
+    return {("sup", s.name, whole)} | {("full", s.name, x) for x in subsets}
+
 
 def _best(conflicts: list[Contradiction]) -> Contradiction | None:
     if not conflicts:

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 import time
+from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
@@ -80,6 +82,7 @@ def _zero_config_name(target: str, overlay: OverlayStore | None, det=None) -> st
         name = target.rsplit("/", 1)[-1].split("?")[0] or "postgres"
     else:
         name = Path(target).stem
+    name = name.replace(":", "-")      # ':' separates a ref's parts (source:table:pk)
     identity = redact_dsn(target) if is_dsn else str(Path(target).resolve())
     if overlay is not None:
         row = overlay.source_row(name)
@@ -107,11 +110,18 @@ class AuditResult:
     def passed(self) -> bool:
         return not self.violations
 
+    @property
+    def gate(self) -> str:
+        """"none" when no threshold is configured (nothing to pass), else "passed" / "failed"."""
+        if not self.thresholds and not self.scoped_thresholds:
+            return "none"
+        return "passed" if self.passed else "failed"
+
     def by(self, group: str) -> dict[str, dict]:
         return self.store.summary(self.source_ids, group_by=group)
 
     def header(self) -> dict:
-        return {"version": REPORT_VERSION, "as_of": to_iso(self.as_of), "passed": self.passed,
+        return {"version": REPORT_VERSION, "as_of": to_iso(self.as_of), "passed": self.passed, "gate": self.gate,
                 "summary": self.summary, "thresholds": self.thresholds,
                 "violations": [v.message for v in self.violations],
                 **({"scoped_thresholds": self.scoped_thresholds} if self.scoped_thresholds else {}),
@@ -186,9 +196,43 @@ def overlay_target(config: Config | None, overlay_path: str | None) -> str:
     return cfg.overlay_dsn or str(cfg.resolved_overlay_path())
 
 
-def open_overlay(config: Config | None, overlay_path: str | None) -> OverlayStore:
-    """The overlay store: SQLite for a file, Postgres for a postgresql:// DSN."""
-    return OverlayStore(overlay_target(config, overlay_path))
+def open_overlay(config: Config | None, overlay_path: str | None,
+                 also_sources: Iterable[str | None] = ()) -> OverlayStore:
+    """The overlay store: SQLite for a file, Postgres for a postgresql:// DSN.
+
+    Refused (ConfigError, before anything is created) when the overlay file is one of the
+    sources: memwatch's tables must never be written into the bot's own database.
+    `also_sources` are more paths read this run (an audit's TARGET).
+    """
+    target = overlay_target(config, overlay_path)
+    paths = [s.resolved_path for s in (config.sources if config else [])] + list(also_sources)
+    refuse_overlay_in_sources(target, paths)
+    return OverlayStore(target)
+
+
+def _identity(path) -> tuple[int, int] | None:
+    """(device, inode) of the file `path` names after following links; None when absent."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def refuse_overlay_in_sources(overlay: str, sources: Iterable) -> None:
+    """ConfigError when the overlay file is (same device and inode) any of `sources`."""
+    if overlay.startswith(("postgresql://", "postgres://")):
+        return
+    mine = _identity(overlay)
+    if mine is None:
+        return
+    for path in sources:
+        if path is None or str(path).startswith(("postgresql://", "postgres://")):
+            continue
+        if _identity(path) == mine:
+            raise ConfigError(f"{overlay} is the source {path}: the overlay must be a file of its own "
+                              "(memwatch never writes into a bot's store); give another --overlay",
+                              field="--overlay")
 
 
 def judge(result: AuditResult, config: Config) -> None:
@@ -212,16 +256,26 @@ def audit(target: str | None = None, config: Config | None = None, *, as_of: flo
         print(result.summary["stale"], result.passed)
     """
     as_of = time.time() if as_of is None else as_of
-    store = open_overlay(config, overlay_path)
+    store = open_overlay(config, overlay_path, also_sources=[target] if target else [])
     try:
         cfg, sources = resolve_sources(target, config, source_name, store)
+        refuse_overlay_in_sources(overlay_target(config, overlay_path), [s.resolved_path for s in sources])
+        factory = None
         if detector is None:
             from memwatch_overlay.overlay.detect.blocks import make_detector
-            detector = make_detector(cfg)
-        engine = SyncEngine(store, cfg, detector=detector)
+            if _default_detector(cfg):      # shipped rules only: nothing to fail on, made when needed
+                factory = partial(make_detector, cfg)
+            else:                           # a pack, embeddings or a judge: their errors come first
+                detector = make_detector(cfg)
+        engine = SyncEngine(store, cfg, detector=detector, detector_factory=factory)
         stats = []
         for source in sources:
-            progress = (lambda n, name=source.name: on_progress(name, n)) if on_progress else None
+            progress = None
+            if on_progress:
+                # on_progress(source, records, total=SizeEstimate | None, phase=str | None)
+                from memwatch_overlay.connectors.estimate import estimate
+                on_progress(source.name, 0, total=estimate(source))
+                progress = (lambda n, phase=None, name=source.name: on_progress(name, n, phase=phase))
             stats.append(engine.sync(source, as_of=as_of, full=True, on_progress=progress))
         ids = [store.source_row(s.name)["id"] for s in sources]
         engine.rescore(as_of, ids)
@@ -233,6 +287,16 @@ def audit(target: str | None = None, config: Config | None = None, *, as_of: flo
     except BaseException:
         store.close()
         raise
+
+
+def _default_detector(cfg: Config) -> bool:
+    """The config asks for the shipped rule detector alone (no slot pack of its own, no
+    embeddings, no judge), or for none: making it cannot fail, so it can wait until a sync
+    has something to compare."""
+    det = dict(getattr(cfg, "detector", {}) or {})
+    emb = dict(getattr(cfg, "embeddings", {}) or {})
+    judge = dict(getattr(cfg, "judge", {}) or {})
+    return not det.get("pack") and not emb and not judge.get("url")
 
 
 def overlay_report(config: Config | None, *, overlay_path: str | None = None, as_of: float | None = None,

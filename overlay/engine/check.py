@@ -12,7 +12,8 @@ Example:
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 
 from memwatch_overlay.rules.categorize import Categorizer
 from memwatch_overlay.rules.config import Config
@@ -21,7 +22,7 @@ from memwatch_overlay.overlay.detect.detector import Detector, FactView
 from memwatch_overlay.overlay.detect.blocks import fact_view, make_detector
 from memwatch_overlay.overlay.engine.sync import SyncEngine
 from memwatch_overlay.core.timeparse import to_iso
-from memwatch_overlay.core.vocab import Label
+from memwatch_overlay.core.vocab import Label, Status
 
 STALE_LABELS = (Label.STALE.value, Label.EXPIRED.value)
 CHECK_REF = "check"
@@ -65,7 +66,7 @@ class CheckResult:
         return {"text": self.text, "subject": self.subject, "as_of": to_iso(self.as_of),
                 "categories": self.categories, "compared": self.compared,
                 "contradictions": self.contradictions, "stale": self.stale, "summary": self.line,
-                "suggested_updates": [asdict(u) for u in self.suggested_updates]}
+                "suggested_updates": [u.to_dict() for u in self.suggested_updates]}
 
 
 def keyed_contradictions(detector: Detector, text: str, newer: FactView, olders: list[FactView],
@@ -93,9 +94,22 @@ def keyed_contradictions(detector: Detector, text: str, newer: FactView, olders:
     return found
 
 
-@dataclass(frozen=True)
-class SuggestedUpdate:
-    """What to do with a memory the text contradicts (from the detector's `update`)."""
+@dataclass(frozen=True, eq=False)
+class SuggestedUpdate(Mapping):
+    """What to do with a memory the text contradicts (from the detector's `update`).
+
+    Both an object (``u.action``, ``u.key``) and a read-only mapping, as memwatch's
+    users index it: ``u["action"]``, ``u["memory_key"]`` (= ``key``), ``u["old_value"]``.
+
+    Example:
+        >>> u = SuggestedUpdate("UPDATE", "memwatch:facts:city", "city", "Jakarta", "Surabaya", 0.85, "city")
+        >>> u["memory_key"], u["old_value"], u.new_value
+        ('city', 'Jakarta', 'Surabaya')
+        >>> u
+        {'action': 'UPDATE', 'memory_key': 'city', 'old_value': 'Jakarta', 'new_value': 'Surabaya', 'confidence': 0.85}
+        >>> print(u)
+        UPDATE city: 'Jakarta' -> 'Surabaya'
+    """
 
     action: str                 # "UPDATE" (new value known) | "EXPIRE" (the old value no longer holds)
     ref: str
@@ -104,6 +118,36 @@ class SuggestedUpdate:
     new_value: str | None
     confidence: float
     reason: str
+
+    # the memwatch README's spelling first (what repr shows), then the rest
+    SHOWN = ("action", "memory_key", "old_value", "new_value", "confidence")
+    KEYS = SHOWN + ("key", "ref", "reason")
+
+    def __getitem__(self, name: str):
+        if name == "memory_key":
+            return self.key
+        if name in self.KEYS:
+            return getattr(self, name)
+        raise KeyError(name)
+
+    def __iter__(self):
+        return iter(self.KEYS)
+
+    def __len__(self) -> int:
+        return len(self.KEYS)
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, SuggestedUpdate):
+            return all(getattr(self, f.name) == getattr(other, f.name) for f in fields(self))
+        return Mapping.__eq__(self, other)
+
+    __hash__ = None             # type: ignore[assignment]  # a mapping: unhashable, like dict
+
+    def __repr__(self) -> str:
+        return repr({k: self[k] for k in self.SHOWN})
+
+    def to_dict(self) -> dict:
+        return {k: self[k] for k in self.KEYS}
 
     def __str__(self) -> str:
         name = self.key or self.ref
@@ -126,12 +170,18 @@ def check_text(text: str, config: Config | None = None, *, overlay_path: str | N
     store = open_overlay(config, overlay_path)
     try:
         rows = store.live_facts_in(categories, subject)
-        result = CheckResult(text, subject, as_of, categories, compared=len(rows))
+        # suggestions only against facts nothing has outdated yet: a memory already
+        # contradicted by a newer one (Google, replaced by Stripe) gets no second one
+        current = [r for r in rows if r["status"] != Status.CONTRADICTED.value]
+        result = CheckResult(text, subject, as_of, categories, compared=len(current))
         newer = FactView(CHECK_REF, subject, None, text, categories[0], as_of)
-        by_ref = {r["ref"]: r for r in rows}
-        olders = [fact_view(r) for r in rows]
-        found = detector.compare(newer, [o for o in olders if o.learned_at <= as_of])
-        found += keyed_contradictions(detector, text, newer, olders, {c.older for c in found})
+        by_ref = {r["ref"]: r for r in current}
+        olders = [fact_view(r) for r in current]
+        # key-value memories first, by the key-value rule (their own key and value); the
+        # detector reads the others (and would read a key-value memory as its key's slot too)
+        found = keyed_contradictions(detector, text, newer, olders, set())
+        keyed = {c.older for c in found}
+        found += detector.compare(newer, [o for o in olders if o.learned_at <= as_of and o.ref not in keyed])
         for c in sorted(found, key=lambda c: (-c.confidence, c.older)):
             upd = dict(c.update or {})
             upd["ref"] = c.older

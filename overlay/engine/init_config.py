@@ -48,15 +48,7 @@ def strip_password(dsn: str) -> tuple[str, bool]:
     return out.strip(), out != dsn
 
 
-def toml_value(value) -> str:
-    """A TOML literal for a str, number, bool or list of those (JSON escapes are TOML's)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    return json.dumps(str(value), ensure_ascii=False)
+from memwatch_overlay.core.tomltext import toml_value  # noqa: E402  (one escaping helper; kept importable here)
 
 
 def init_config(target: str, output: str | os.PathLike = DEFAULT_OUTPUT, force: bool = False,

@@ -126,6 +126,14 @@ def refresh(config: Config | None, overlay_path: str | None, refs: list[str], no
             return store.mark_refreshed(resolve_refs(store, refs, subject), time.time() if now is None else now)
 
 
+def rescore_all(config: Config | None, overlay_path: str | None, as_of: float | None = None) -> int:
+    """Recompute the score of every live fact at `as_of` (memwatch's `refresh` with no key);
+    returns how many were scored."""
+    from memwatch_overlay.overlay.engine.sync import SyncEngine
+    with open_overlay(config, overlay_path) as store:
+        return SyncEngine(store, config or Config()).rescore(time.time() if as_of is None else as_of)
+
+
 def gc(config: Config | None, overlay_path: str | None, retention_days: float | None = None,
        now: float | None = None) -> dict:
     """Prune overlay rows of facts deleted in their source more than `retention_days` ago.

@@ -18,6 +18,8 @@ import contextlib
 import dataclasses
 import hashlib
 import json
+import queue
+import threading
 import time
 from dataclasses import dataclass, field
 from functools import partial
@@ -57,7 +59,12 @@ def content_hash(rec: Record) -> str:
 
     blake2b over repr(part) + 0x1f for each part, as one string.
     """
-    data = (f"{rec.text!r}\x1f{rec.key!r}\x1f{rec.subject!r}\x1f{rec.category!r}\x1f{rec.created_at!r}\x1f"
+    return content_hash_as(rec, rec.category)
+
+
+def content_hash_as(rec: Record, category: str | None) -> str:
+    """content_hash(rec) with `category` in place of rec.category."""
+    data = (f"{rec.text!r}\x1f{rec.key!r}\x1f{rec.subject!r}\x1f{category!r}\x1f{rec.created_at!r}\x1f"
             f"{rec.updated_at!r}\x1f{rec.expires_at!r}\x1f{rec.status!r}\x1f")
     return _blake2b(data.encode("utf-8", "replace"), digest_size=12).hexdigest()
 
@@ -83,11 +90,16 @@ _enc = json.encoder.encode_basestring_ascii   # what json.dumps uses for str (en
 class SyncEngine:
     """Brings the overlay up to date with sources; shared by audit and the daemon."""
 
-    def __init__(self, store: OverlayStore, config: Config, detector=None):
+    def __init__(self, store: OverlayStore, config: Config, detector=None,
+                 detector_factory: Callable[[], object] | None = None):
         self.store = store
         self.config = config
-        self.categorizer = Categorizer(config.rules, known=set(config.categories), aliases=config.category_aliases)
+        self.categorizer = Categorizer(config.rules, known=set(config.categories), aliases=config.category_aliases,
+                                       max_text_chars=config.max_text_chars)
         self.detector = detector
+        # detector_factory() -> the detector, made by the first sync that changed a live fact
+        # (compiling the slot pack costs seconds; a re-audit of an unchanged store needs none)
+        self.detector_factory = detector_factory
         # guard(store, source_name) -> context manager entered inside each sync's transaction
         # (overlay/store/leases.py fences a sync with the source's lease); None: no guard.
         self.guard: Callable | None = None
@@ -203,6 +215,13 @@ class SyncEngine:
             store = self.store
             guard = self.guard(store, source.name) if self.guard else contextlib.nullcontext()
             with store.transaction(), guard:
+                before = store.source_row(source.name)
+                fingerprint = self.fingerprint(source) if full else None
+                # A full read with the same configuration as the last full sync compares each
+                # record with its stored fact and writes only what changed (unchanged facts keep
+                # their row, scores and schedule; the audit's rescore moves them to `as_of`).
+                compare = (full and before is not None and before["last_full_sync"] is not None
+                           and before["config_hash"] == fingerprint)
                 source_id = store.ensure_source(source.name, source.connector, source.target,
                                                 source.preset)
                 sync_no = store.begin_sync(source_id)
@@ -210,20 +229,27 @@ class SyncEngine:
                 rows_before = connector.rows_read
                 touched, live_delta, replaced = self._ingest(
                     connector.read(cursor), source_id, sync_no, now, as_of, stats,
-                    track=not full, on_progress=on_progress, bulk=full)
+                    track=not full, on_progress=on_progress, bulk=full, compare=compare)
+                if on_progress:
+                    on_progress(stats.records, phase="scoring and detecting contradictions")
                 # A connector may answer an incremental read with everything (a rewritten
                 # JSON file): then it is a full read after all.
                 read_all = full or getattr(connector, "read_all", False)
                 if read_all:
-                    stats.deleted = store.mark_unseen_deleted(source_id, sync_no)
+                    stats.deleted = store.mark_unseen_deleted(
+                        source_id, sync_no, before["last_full_sync"] if before is not None else None,
+                        noted=compare)
+                if compare:
+                    store.end_unchanged()
                 self._rescore_pending(source_id, as_of)
                 stats.changed = self._count_changed(source_id, sync_no)
                 stats.contradictions = self._contradictions(source_id, sync_no, replaced, now, stats,
-                                                            None if read_all else touched)
+                                                            None if read_all else touched,
+                                                            space=self.subject_space(source, source_id))
                 stats.rows_read = connector.rows_read - rows_before
                 store.finish_sync(source_id, sync_no, connector.cursor, stats.rows_read,
                                   stats.changed + stats.deleted, now, full=full,
-                                  config_hash=self.fingerprint(source) if full else None,
+                                  config_hash=fingerprint,
                                   rows_seen_delta=None if read_all else live_delta)
         finally:
             if own:
@@ -232,6 +258,9 @@ class SyncEngine:
         unknown = self.categorizer.take_unknown()
         if unknown:
             stats.warnings.append(unknown_categories_warning(unknown))
+        truncated = self.categorizer.take_truncated()
+        if truncated:
+            stats.warnings.append(truncated)
         stats.seconds = time.monotonic() - started
         return stats
 
@@ -271,13 +300,17 @@ class SyncEngine:
                 replaced: list = []
                 sync_no = store.begin_sync(source_id)
                 if missing:
-                    touched, _, replaced = self._ingest(connector.fetch(json.loads(m) for m in missing),
-                                                        source_id, sync_no, now, as_of, stats, track=True)
+                    fetched = _Counted(connector.fetch(json.loads(m) for m in missing))
+                    touched, _, replaced = self._ingest(fetched, source_id, sync_no, now, as_of, stats, track=True)
+                    # true misses only: keys of rows that give no record (an empty text) are
+                    # "missing" on every pass and are not news
+                    stats.missing = fetched.count
                     self._rescore_pending(source_id, as_of)
                     stats.changed = self._count_changed(source_id, sync_no)
                     store.set_sync_count(source_id, sync_no)
                 stats.contradictions = self._contradictions(source_id, sync_no, replaced, now, stats,
-                                                            touched + deleted)
+                                                            touched + deleted, deleted,
+                                                            space=self.subject_space(source, source_id))
                 stats.rows_read = connector.rows_read - rows_before
                 store.finish_deletion_scan(source_id, stats.keys_read, now)
                 if stats.deleted or stats.changed:
@@ -291,47 +324,116 @@ class SyncEngine:
         return stats
 
     def _ingest(self, records, source_id: int, sync_no: int, now: float, as_of: float, stats: SyncStats,
-                track: bool, on_progress: Callable[[int], None] | None = None, bulk: bool = False):
+                track: bool, on_progress: Callable[[int], None] | None = None, bulk: bool = False,
+                compare: bool = False):
         """Upsert records in batches. With `track`, also return the touched fact ids and the
         change in live facts (index lookups per batch: O(batch), never a recount). With
-        `bulk`, a large load drops the read-only indexes and rebuilds them at the end."""
+        `bulk`, a large load drops the read-only indexes and rebuilds them at the end. With
+        `compare` (a full read, configuration unchanged), each page of records is compared
+        with the stored facts first (`_unchanged`): an unchanged record costs no write, only
+        a note of its id (mw_seen) for the deletion mark."""
         store = self.store
         touched: list[int] = []
         live_delta = 0
         replaced: list[tuple[str, str, str]] = []
-        batch: list[FactRow] = []
+        page: list[Record] = []
         dropped: list[str] | None = None
+        written = 0
+        fact_row = self._row_builder(source_id, sync_no, now, as_of)
+        unchanged = self._unchanged_test() if compare else None
+        if compare:
+            store.begin_unchanged()
+        fresh = bulk and store.max_fact_id() == 0
+
+        def write(batch: list[FactRow]) -> None:
+            nonlocal dropped, written
+            written += len(batch)
+            if bulk and dropped is None:
+                if fresh:
+                    dropped = store.drop_bulk_indexes(store.FRESH_INDEXES)
+                elif written >= BULK_MIN and written * 4 >= store.max_fact_id():
+                    dropped = store.drop_bulk_indexes()
+            if batch:
+                store.upsert_facts(batch)
+
+        # A load that only writes (no lookups between pages) hands its pages to a writer
+        # thread: SQLite works without the GIL while this thread builds the next page.
+        writer = _PageWriter(write) if bulk and not track and not compare and store.dialect == "sqlite" else None
+        submit = writer.submit if writer is not None else write
 
         def flush():
-            nonlocal live_delta, dropped
-            if bulk and dropped is None and stats.records >= BULK_MIN \
-                    and stats.records * 4 >= store.max_fact_id():
-                dropped = store.drop_bulk_indexes()
+            nonlocal live_delta
+            batch: list[FactRow] = []
+            if unchanged is not None:
+                pks = [pk_json(rec.pk) for rec in page]
+                stored = store.stored_for_compare(source_id, pks)
+                seen = []
+                for rec, pk in zip(page, pks):
+                    old = stored.get(pk)
+                    if old is not None and unchanged(rec, old):
+                        seen.append(old[0])
+                    else:
+                        batch.append(fact_row(rec, pk))
+                if seen:
+                    store.note_unchanged(seen)
+            else:
+                batch = list(map(fact_row, page))
             if track:
                 pks = list(dict.fromkeys(row.pk for row in batch))
                 before = store.live_count_of(source_id, pks)
-            store.upsert_facts(batch)
+            submit(batch)
             if track:
                 live_delta += store.live_count_of(source_id, pks) - before
                 touched.extend(store.ids_of(source_id, pks))
-            stats.records += len(batch)
-            batch.clear()
+            stats.records += len(page)
+            page.clear()
             if on_progress:
                 on_progress(stats.records)
 
-        fact_row = self._row_builder(source_id, sync_no, now, as_of)
-        for rec in records:
-            batch.append(fact_row(rec))
-            if rec.replaced_by:
-                replaced.append((rec.ref, make_ref(rec.source, rec.table, rec.replaced_by),
-                                 rec.replaced_note or "the source marks it replaced"))
-            if len(batch) >= BATCH:
+        try:
+            for rec in records:
+                page.append(rec)
+                if rec.replaced_by:
+                    replaced.append((rec.ref, make_ref(rec.source, rec.table, rec.replaced_by),
+                                     rec.replaced_note or "the source marks it replaced"))
+                if len(page) >= BATCH:
+                    flush()
+            if page:
                 flush()
-        if batch:
-            flush()
+        except BaseException:
+            if writer is not None:
+                writer.close(cancel=True)
+            raise
+        if writer is not None:
+            writer.close()
         if dropped:
             store.create_indexes(dropped)
         return touched, live_delta, replaced
+
+    def _unchanged_test(self) -> Callable[[Record, tuple], bool]:
+        """unchanged(rec, stored) -> True when upserting `rec` would leave its stored fact
+        (a tuple of the store's UNCHANGED_COLUMNS) as it is, apart from what a sync stamps
+        (seen_sync, last_seen) and what the sync recomputes anyway (contradicted status, scores
+        at a new as_of). Only valid when the configuration is the one the facts were
+        categorised and scored with (the source's fingerprint): a record without a category
+        of its own then gets the category it got before."""
+        categorize = self.categorizer.categorize
+
+        def unchanged(rec: Record, old: tuple) -> bool:
+            _, tbl, subject, key, text, category, created, updated, accessed, count, expires, status, digest = old
+            if not (text == rec.text and key == rec.key and subject == rec.subject and created == rec.created_at
+                    and updated == rec.updated_at and expires == rec.expires_at and accessed == rec.accessed_at
+                    and count == rec.access_count and tbl == rec.table):
+                return False
+            if rec.category and categorize(rec.source, rec.key, rec.text, rec.category) != category:
+                return False
+            if status == rec.status:
+                return True
+            # a forgotten fact stays forgotten, and a contradicted one is judged again, when the
+            # record is the one they were stored from (its status is in the content hash)
+            return status in ("forgotten", "contradicted") and content_hash_as(rec, category) == digest
+
+        return unchanged
 
     def _count_changed(self, source_id: int, sync_no: int) -> int:
         return self.store.count_changed(source_id, sync_no)
@@ -347,8 +449,9 @@ class SyncEngine:
         thresholds, lifecycle = cfg.thresholds, cfg.lifecycle
         policies: dict[str, CategoryPolicy] = {}
         ahead = as_of > now + 1.0          # next_change_at(): due again at once
+        new_row = tuple.__new__
 
-        def fact_row(rec: Record) -> FactRow:
+        def fact_row(rec: Record, pk_text: str | None = None) -> FactRow:
             category = categorize(rec.source, rec.key, rec.text, rec.category)
             rec.category = category
             policy = policies.get(category)
@@ -364,21 +467,38 @@ class SyncEngine:
                 nxt = None
             else:
                 nxt = 0.0 if ahead else as_of + change_days * DAY
-            return FactRow(
-                source_id=source_id, tbl=rec.table, pk=pk_json(pk), ref=make_ref(rec.source, rec.table, pk),
-                subject=rec.subject, key=rec.key, text=rec.text, category=category, created_at=created,
-                updated_at=updated, accessed_at=rec.accessed_at, access_count=rec.access_count,
-                expires_at=rec.expires_at, content_hash=content_hash(rec), first_seen=now, last_seen=now,
-                seen_sync=sync_no, changed_sync=sync_no, status=status, freshness=freshness, label=label,
-                age_days=age, days_left=left, days_until_expired=until, expired_by=expired_by,
-                scored_as_of=as_of, confidence=confidence, next_change=nxt)
+            # FactRow's fields in order, without keyword arguments (a third of this function's
+            # cost); a field added to FactRow fails the upsert's binding count and test_sync_rows
+            return new_row(FactRow, (
+                source_id, rec.table, pk_text or pk_json(pk), make_ref(rec.source, rec.table, pk),   # ..ref
+                rec.subject, rec.key, rec.text, category, created, updated, rec.accessed_at,  # subject..accessed_at
+                rec.access_count, rec.expires_at, content_hash(rec), now, now,   # access_count..last_seen
+                sync_no, sync_no, status, freshness, label, age, left, until,    # seen_sync..days_until_expired
+                expired_by, as_of, confidence, nxt))                             # expired_by..next_change
 
         return fact_row
 
+    def subject_space(self, source: SourceConfig, source_id: int) -> list[int]:
+        """Ids of the sources whose facts share subjects with this one: the source itself,
+        and the config's sources naming the same `subject_space` (facts of two stores are
+        never compared otherwise: "u1" in one store need not be "u1" in another)."""
+        ids = [source_id]
+        if not source.subject_space:
+            return ids
+        for s in self.config.sources:
+            if s.subject_space == source.subject_space and s.name != source.name:
+                other = self.store.source_row(s.name)
+                if other is not None:
+                    ids.append(other["id"])
+        return ids
+
     def _contradictions(self, source_id: int, sync_no: int, replaced, now: float, stats: SyncStats,
-                        touched: list[int] | None = None) -> int:
+                        touched: list[int] | None = None, deleted: list[int] | tuple = (),
+                        space: list[int] | None = None) -> int:
         """Judge changed facts again. `touched` (incremental) limits the status update to the
-        facts this sync wrote or deleted and the facts they contradict; None recomputes all."""
+        facts this sync wrote or deleted and the facts they contradict; None recomputes all.
+        `deleted`: facts this sync found deleted (their blocks are walked again); `space`:
+        the sources sharing this one's subjects (`subject_space`)."""
         store = self.store
         changed = store.changed_ids(source_id, sync_no)
         had_any = store.has_contradictions()
@@ -391,18 +511,86 @@ class SyncEngine:
             if older is not None and newer is not None:
                 store.add_contradiction(older, newer, "value", 1.0, note, None, now)
                 found += 1
+        if self.detector is None and self.detector_factory is not None \
+                and store.count_changed(source_id, sync_no, live_only=True):
+            self.detector, self.detector_factory = self.detector_factory(), None
+        affected: set[int] = set()
         if self.detector is not None:
             from memwatch_overlay.overlay.detect.blocks import detect_changed
-            found += detect_changed(store, self.detector, source_id, sync_no, now, stats)
+            found += detect_changed(store, self.detector, source_id, sync_no, now, stats,
+                                    space=space, also=deleted,
+                                    affected=affected)
         if touched is None:
             if store.has_contradictions():
                 store.apply_contradiction_status()
             else:   # nothing contradicts anything: only stale flags need clearing (no rewrite of every fact)
                 store.clear_contradicted_status()
         else:
-            ids = set(touched) | set(changed) | partners
+            ids = set(touched) | set(changed) | partners | affected
             store.apply_contradiction_status(fact_ids=sorted(ids | store.older_partners(ids)))
         return found
+
+
+class _Counted:
+    """An iterator that counts what it hands out."""
+
+    def __init__(self, items):
+        self._items = iter(items)
+        self.count = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        item = next(self._items)
+        self.count += 1
+        return item
+
+
+class _PageWriter:
+    """write(page) in a second thread, in submission order, at most two pages behind.
+
+    The sync's transaction is the caller's: the writer only runs statements inside it, and
+    close() waits for it, so nothing is written after the caller commits or rolls back. A
+    failed write is raised in the caller (at its next submit, or by close)."""
+
+    def __init__(self, write: Callable[[list], None]):
+        self.write = write
+        self.pages: queue.Queue = queue.Queue(maxsize=2)
+        self.error: BaseException | None = None
+        self.cancelled = False
+        self.thread = threading.Thread(target=self._run, name="memwatch-overlay-writer", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            page = self.pages.get()
+            if page is None:
+                return
+            if self.error is not None or self.cancelled:
+                continue
+            try:
+                self.write(page)
+            except BaseException as exc:   # handed to the caller's thread
+                self.error = exc
+
+    def submit(self, page: list) -> None:
+        if self.error is not None:
+            self._raise()
+        self.pages.put(page)
+
+    def close(self, cancel: bool = False) -> None:
+        """Wait for every submitted page (`cancel`: skip those not begun); raise a failed write."""
+        self.cancelled = cancel
+        self.pages.put(None)
+        self.thread.join()
+        if self.error is not None and not cancel:
+            self._raise()
+
+    def _raise(self) -> None:
+        error, self.error = self.error, None
+        self.cancelled = True
+        raise error
 
 
 def _latest(*times: float | None) -> float | None:

@@ -4,10 +4,12 @@ Library code never prints: each renderer draws on the console it is given.
 """
 from __future__ import annotations
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
 from memwatch_overlay.core.redact import redact_dsn
+from memwatch_overlay.core.tomltext import toml_value
 
 STAT_COLUMNS = ("total", "fresh", "aging", "stale", "expired", "contradicted", "deleted")
 
@@ -23,25 +25,61 @@ def render_status(data: dict, console: Console) -> None:
         title = f"daemon running (pid {d['pid']}, heartbeat {d['heartbeat']})"
     else:
         title = "no daemon running"
-    table = Table(title=title)
-    for col in ("source", "last sync", "lag (s)", "rows seen", "rows read last sync", "errors", "last error"):
-        table.add_column(col)
+    # at 80 columns (a CI log) names, times and counts stay whole; only the last error wraps
+    table = Table(title=title, box=box.SIMPLE_HEAD)
+    table.add_column("source", no_wrap=True)
+    table.add_column("last sync (UTC)", no_wrap=True)
+    for col in ("lag", "rows seen", "read last sync", "errors"):
+        table.add_column(col, justify="right", no_wrap=False)
+    table.add_column("last error", overflow="fold", ratio=1)
     for s in data["sources"]:
-        table.add_row(s["name"], s["last_sync"] or "never",
-                      "" if s["lag_seconds"] is None else f"{s['lag_seconds']:.0f}",
-                      str(s["rows_seen"]), str(s["rows_read_last_sync"]), str(s["errors"]), s["last_error"] or "")
+        table.add_row(s["name"], short_time(s["last_sync"]),
+                      "" if s["lag_seconds"] is None else duration(s["lag_seconds"]),
+                      f"{s['rows_seen']:,}", f"{s['rows_read_last_sync']:,}", str(s["errors"]), s["last_error"] or "")
     console.print(table)
+
+
+def short_time(iso: str | None) -> str:
+    """`2026-12-01T12:19:02.5+00:00` -> `2026-12-01 12:19:02` (the status table says UTC once).
+
+    Example:
+        >>> short_time("2026-12-01T12:19:02.512+00:00"), short_time(None)
+        ('2026-12-01 12:19:02', 'never')
+    """
+    if not iso:
+        return "never"
+    return iso.replace("T", " ")[:19]
+
+
+def duration(seconds: float) -> str:
+    """A lag in the largest whole unit that keeps it short: `42s`, `17m`, `5h`, `3d`.
+
+    Example:
+        >>> duration(42), duration(1020), duration(18000), duration(3 * 86400)
+        ('42s', '17m', '5.0h', '3.0d')
+    """
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}m"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f}h"
+    return f"{seconds / 86400:.1f}d"
 
 
 def render_stats(data: dict, console: Console) -> None:
     """`stats`: counts per source and per category."""
-    table = Table(title=f"overlay {data['overlay']}")
-    for col in ("group", *STAT_COLUMNS, "avg"):
-        table.add_column(col)
+    console.print(f"overlay {data['overlay']}", highlight=False, markup=False, soft_wrap=True)
+    headers = {"contradicted": "contra-\ndicted"}       # the one long header wraps, never a name or count
     for kind in ("by_source", "by_category"):
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+        table.add_column(kind[3:], no_wrap=True)
+        for col in STAT_COLUMNS:
+            table.add_column(headers.get(col, col), justify="right", no_wrap=True)
+        table.add_column("avg", justify="right", no_wrap=True)
         for name, s in data[kind].items():
-            table.add_row(f"{kind[3:]} {name}", *(str(s[k]) for k in STAT_COLUMNS), f"{s['avg_freshness']:.2f}")
-    console.print(table)
+            table.add_row(name, *(f"{s[k]:,}" for k in STAT_COLUMNS), f"{s['avg_freshness']:.2f}")
+        console.print(table)
 
 
 def render_check(result, applied: list[str], console: Console) -> None:
@@ -75,34 +113,78 @@ def detection_dict(det) -> dict:
 def render_detection(det, console: Console, snippet: str | None = None) -> None:
     """`sources detect`: what was seen, then the matching presets best first, or `snippet`
     (a memwatch.toml mapping to fill in) when none matches."""
-    console.print(f"[bold]{redact_dsn(det.target)}[/bold] ({det.kind})", highlight=False)
     seen = "; ".join(f"{t.name}({', '.join(t.columns)})" for t in det.tables[:20]) or "nothing"
-    console.print(f"seen: {seen}", highlight=False, markup=False)
     if not det.matches:
-        console.print("no preset matches; map the store in memwatch.toml:", highlight=False)
-        console.print(snippet or "", highlight=False, markup=False)
+        # the whole output is a TOML file: what was seen as comments, then the entry, printed
+        # as is (console.out never wraps at the terminal's width: a wrapped comment or quoted
+        # path is no longer TOML), so `sources detect X > memwatch.toml` parses
+        for line in (f"{redact_dsn(det.target)} ({det.kind})", f"seen: {seen}",
+                     "no preset matches; map the store in memwatch.toml:"):
+            console.out("# " + line.replace("\n", " "), highlight=False)
+        console.out(snippet or "", highlight=False)
         return
+    console.print(f"[bold]{redact_dsn(det.target)}[/bold] ({det.kind})", highlight=False)
+    console.print(f"seen: {seen}", highlight=False, markup=False)
     for i, m in enumerate(det.matches, 1):
         mark = "  (used by audit and init)" if i == 1 else ""
         console.print(f"{i}. [bold]{m.preset}[/bold] score {m.score:.2f}{mark}", highlight=False)
         for reason in m.reasons:
             console.print(f"   - {reason}", highlight=False, markup=False)
         if m.defaults:
-            mapping = ", ".join(f"{k} = {v!r}" for k, v in m.defaults.items())
-            console.print(f"   maps: {mapping}", highlight=False, markup=False)
+            mapping = ", ".join(f"{k} = {toml_value(v)}" for k, v in m.defaults.items())
+            console.print(f"   maps: {mapping}", highlight=False, markup=False, soft_wrap=True)
 
 
 def render_catalog(data: dict, console: Console) -> None:
     """`connectors`: the connectors and presets, each with where it came from."""
-    table = Table(title="connectors")
-    for col in ("name", "description", "origin", "status"):
-        table.add_column(col)
+    hints: list[str] = []
+
+    def status(row) -> str:
+        if row["available"]:
+            return "ok"
+        hints.append(f"{row['name']}: {row['note']}")
+        return f"missing [{len(hints)}]"
+
+    def origin(row) -> str:           # the module path is in --format json
+        return row["origin"].split(" (", 1)[0]
+
+    table = Table(title="connectors", box=box.SIMPLE_HEAD)
+    table.add_column("name", no_wrap=True)
+    table.add_column("description", ratio=1)
+    table.add_column("origin", no_wrap=True)
+    table.add_column("status", no_wrap=True)
     for c in data["connectors"]:
-        table.add_row(c["name"], c["description"], c["origin"], "ok" if c["available"] else c["note"])
+        table.add_row(c["name"], c["description"], origin(c), status(c))
     console.print(table)
-    table = Table(title="presets")
-    for col in ("name", "kind", "description", "origin", "status"):
-        table.add_column(col)
+    table = Table(title="presets", box=box.SIMPLE_HEAD)
+    for col in ("name", "kind"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("description", ratio=1)
+    table.add_column("origin", no_wrap=True)
+    table.add_column("status", no_wrap=True)
     for p in data["presets"]:
-        table.add_row(p["name"], p["kind"], p["description"], p["origin"], "ok" if p["available"] else p["note"])
+        table.add_row(p["name"], p["kind"], p["description"], origin(p), status(p))
+    console.print(table)
+    # install hints whole, on lines of their own (a wrapped `pip install ...` cannot be pasted)
+    for i, hint in enumerate(hints, 1):
+        console.out(f"[{i}] {hint}", highlight=False)
+
+
+def render_compact(memories, console: Console) -> None:
+    """`report --compact`: memwatch's own layout for the facts added through the API."""
+    from memwatch_overlay.overlay.output.tables import LABEL_STYLES
+    if not memories:
+        console.print("no facts added with `add` (or the Python API) in this overlay")
+        return
+    table = Table(header_style="bold")
+    table.add_column("KEY", no_wrap=True)
+    table.add_column("VALUE", overflow="fold")
+    table.add_column("SCORE", justify="right", no_wrap=True)
+    table.add_column("LABEL", no_wrap=True)
+    table.add_column("DAYS LEFT", justify="right", no_wrap=True)
+    for m in memories:
+        style = LABEL_STYLES.get(m.label, "")
+        left = "never" if m.days_left is None else f"{m.days_left:,.0f}"
+        key = m.key if not m.subject else f"{m.subject}/{m.key}"
+        table.add_row(key or m.ref, m.value, f"{m.freshness:.2f}", f"[{style}]{m.label}[/]", left)
     console.print(table)

@@ -74,6 +74,11 @@ class Contradictions:
             self._count = self.result.count_contradictions()
         return self._count
 
+    def text_of(self, ref: str) -> str | None:
+        """A fact's text, by ref (the HTML page shows the texts of the contradictions it lists)."""
+        row = self.result.store.fact_row(ref)
+        return None if row is None else row["text"]
+
     def evidence_of(self, older_ref: str) -> list[dict]:
         """{newer, evidence} of the contradictions whose older side is `older_ref`."""
         return self.result.contradiction_evidence(older_ref)
@@ -86,7 +91,8 @@ def annotation_stream(fmt: str | None, output_path: str | None, streams: Streams
 
 
 def publish(result, fmt: str | None, streams: Streams, *, output_path: str | None = None,
-            html_path: str | None = None, github: bool = True, trend: dict | None = None) -> list[str]:
+            html_path: str | None = None, github: bool = True, trend: dict | None = None,
+            junit_failures: str = "gate", summary_only: bool = False) -> list[str]:
     """Write `result` as `fmt` (None: no main report) to `output_path` or stdout, plus the
     side outputs; return notes for the user (files written)."""
     if fmt is not None and fmt not in FORMATS:
@@ -99,14 +105,15 @@ def publish(result, fmt: str | None, streams: Streams, *, output_path: str | Non
             out = _open(output_path, opened, "--output")
             notes.append(f"wrote {fmt} report to {output_path}")
         if fmt == "table":
+            # no_color None: rich follows NO_COLOR and the terminal; a file gets no colour
             output.render_table(result, Console(file=out, width=None if not output_path else 160,
-                                                no_color=bool(output_path)))
+                                                no_color=True if output_path else None))
         elif fmt == "json":
-            output.write_json(result, out)
+            output.write_json(result, out, summary_only=summary_only)
 
         outputs = []
         if fmt in RENDERERS:
-            outputs.append((fmt, out, {}))
+            outputs.append((fmt, out, {"failures": junit_failures} if fmt == "junit" else {}))
         if html_path:
             outputs.append(("html", _open(html_path, opened, "--html"), {}))
             notes.append(f"wrote HTML report to {html_path}")

@@ -18,10 +18,17 @@ STATUS_MARKS = {"contradicted": " *", "deleted": " †"}
 _UUIDISH = re.compile(r"^[0-9a-f]{8}-|^[0-9a-f]{16,}$|^\d+$", re.I)
 
 
-def write_json(result, out: IO[str]) -> None:
+def write_json(result, out: IO[str], summary_only: bool = False) -> None:
     """The design's JSON contract, streamed (bounded memory): one fact or contradiction a
-    line, written WRITE_BATCH lines at a time."""
+    line, written WRITE_BATCH lines at a time. `summary_only`: the header (summary, gate,
+    sources) plus `by_category` and `by_source`, no facts or contradictions, and
+    `"summary_only": true`."""
     header = result.header()
+    if summary_only:
+        data = {**header, "by_category": result.by("category"), "by_source": result.by("source"),
+                "summary_only": True}
+        out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        return
     out.write("{")
     for key, value in header.items():
         out.write(f"{json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}, ")
@@ -79,15 +86,19 @@ def render_table(result, console: Console, limit: int = MAX_TABLE_ROWS) -> None:
     if result.thresholds:
         verdict = "[green]gate passed[/]" if result.passed else "[red]gate FAILED[/]"
         lines.append(verdict + "  " + ", ".join(f"{k}={v}" for k, v in result.thresholds.items()))
+    elif getattr(result, "gate", None) == "none":
+        lines.append("[dim]no gate configured[/] (set \\[ci] thresholds in memwatch.toml or --max-stale-ratio)")
     console.print(Panel("\n".join(lines), title="memwatch-overlay audit", expand=False))
     for v in result.violations:
         console.print(f"[red]✗ {v.message}[/]")
 
+    # at 80 columns only the memory text gives way (it wraps); subject, category, label and
+    # time left stay whole
     table = Table(show_lines=False, header_style="bold")
-    for col, kw in (("subject", {"max_width": 10}), ("memory", {"min_width": 16}),
-                    ("category", {"max_width": 12}), ("score", {"justify": "right"}), ("label", {}),
+    for col, kw in (("subject", {}), ("memory", {"min_width": 16, "ratio": 1}),
+                    ("category", {}), ("score", {"justify": "right"}), ("label", {}),
                     ("left", {"justify": "right"})):
-        table.add_column(col, overflow="ellipsis", no_wrap=col != "memory", **kw)
+        table.add_column(col, overflow="fold" if col == "memory" else "ellipsis", no_wrap=col != "memory", **kw)
     shown = 0
     for fact in result.iter_facts(order="f.status = 'deleted', f.freshness, f.id", limit=limit):
         text = fact["text"]

@@ -6,7 +6,7 @@ import json
 from typing import Iterable, Iterator
 
 from memwatch_overlay.core import fastjson as jsontext
-from memwatch_overlay.overlay.store.sqlhelpers import RepoBase, plain_rows, scope
+from memwatch_overlay.overlay.store.sqlhelpers import RepoBase, placeholders, plain_rows, scope
 
 # The contradictions a report shows: the older fact neither deleted nor forgotten, the newer not deleted.
 REPORTED_CONTRADICTIONS = (
@@ -34,6 +34,20 @@ class ContradictionsRepo(RepoBase):
             "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (older_id, newer_id) DO NOTHING",
             [(o, n, k, c, e, json.dumps(u) if u else None, now) for o, n, k, c, e, u in rows])
         return cur.rowcount
+
+    def detected_edges_of(self, older_ids: list[int]) -> set[tuple[int, int]]:
+        """(older_id, newer_id) of the detector's stored edges outdating these facts (the
+        source's own records, stored without an update, are not the detector's)."""
+        out: set[tuple[int, int]] = set()
+        for i in range(0, len(older_ids), 500):
+            chunk = older_ids[i:i + 500]
+            out.update((o, n) for o, n in self.conn.execute(
+                f"SELECT older_id, newer_id FROM contradictions WHERE older_id IN ({placeholders(len(chunk))}) "
+                "AND update_json IS NOT NULL", chunk))
+        return out
+
+    def delete_edges(self, edges: Iterable[tuple[int, int]]) -> None:
+        self.conn.executemany("DELETE FROM contradictions WHERE older_id = ? AND newer_id = ?", list(edges))
 
     def clear_contradictions_of(self, fact_ids: Iterable[int]) -> None:
         """Changed facts are judged again from scratch."""
@@ -93,15 +107,18 @@ class ContradictionsRepo(RepoBase):
         # Unary +: SQLite scans the contradictions and looks both facts up by id, rather than
         # probing the contradictions of every fact of the sources (slower even when none).
         where, params = scope("+o.source_id", source_ids)
-        sql = ("SELECT o.ref AS older, n.ref AS newer, c.kind, c.confidence, c.evidence, c.update_json "
-               f"{REPORTED_CONTRADICTIONS} {where} ORDER BY o.ref, n.ref")
+        sql = ("SELECT o.ref AS older, n.ref AS newer, c.kind, c.confidence, c.evidence, c.update_json, "
+               f"o.source_id, n.source_id {REPORTED_CONTRADICTIONS} {where} ORDER BY o.ref, n.ref")
+        names = {i: n for i, n in plain_rows(self.conn, self.dialect, "SELECT id, name FROM sources", ())}
         rows = self.conn.stream(sql, params) if self.dialect == "postgres" else plain_rows(
             self.conn, self.dialect, sql, params)
-        for older, newer, kind, confidence, evidence, update_json in rows:
+        for older, newer, kind, confidence, evidence, update_json, o_src, n_src in rows:
             item = {"older": older, "newer": newer, "kind": kind, "confidence": round(confidence, 3),
                     "evidence": evidence}
             if update_json:
                 item["update"] = jsontext.loads(update_json)
+            if o_src != n_src:          # sources sharing a subject_space: say which two met
+                item["sources"] = [names.get(o_src), names.get(n_src)]
             yield item
 
     def count_contradictions(self, source_ids: list[int] | None = None) -> int:

@@ -12,7 +12,8 @@ schema is versioned: overlay/store/migrations/ holds one module per version.
 from one repository per concern (each a mixin over the same connection):
 schema.py (migrations), sources.py (sources, meta), facts.py (the facts and their column
 spec), scores.py (score inputs out, scores in), reports.py (report rows, summaries),
-contradictions.py, vectors.py, runs.py. actions.py, leases.py and backup.py work on a
+contradictions.py, vectors.py, verdicts.py (the judge's cache), runs.py. actions.py,
+leases.py and backup.py work on a
 store from outside it. No module outside this package runs SQL on the overlay
 (tests/test_store_sql.py).
 """
@@ -42,10 +43,11 @@ from memwatch_overlay.overlay.store.sources import SourcesRepo
 from memwatch_overlay.overlay.store.sqlhelpers import Transaction
 from memwatch_overlay.overlay.store.sqlhelpers import split_sql as _split_sql  # noqa: F401
 from memwatch_overlay.overlay.store.vectors import VectorsRepo
+from memwatch_overlay.overlay.store.verdicts import VerdictsRepo
 
 
 class OverlayStore(SchemaRepo, SourcesRepo, FactsRepo, ScoresRepo, ReportsRepo,
-                   ContradictionsRepo, VectorsRepo, RunsRepo):
+                   ContradictionsRepo, VectorsRepo, VerdictsRepo, RunsRepo):
     """Opens (and migrates) the overlay database: a SQLite file at `path`, or a
     postgresql:// DSN (overlay/store/postgres_dialect.py runs the same statements there)."""
 

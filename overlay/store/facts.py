@@ -12,7 +12,7 @@ from typing import Any, Iterable, Iterator, NamedTuple
 
 from memwatch_overlay.core.vocab import LIVE_STATUSES
 from memwatch_overlay.overlay.store import postgres_dialect as overlay_db
-from memwatch_overlay.overlay.store.sqlhelpers import RepoBase, placeholders, scope
+from memwatch_overlay.overlay.store.sqlhelpers import RepoBase, placeholders, plain_rows, scope
 
 
 class FactRow(NamedTuple):
@@ -119,16 +119,22 @@ class FactsRepo(RepoBase):
     # facts: ~18 s of a ~30 s first sync); a bulk load drops them and builds them again
     # by sorting, inside the same transaction (a crash rolls the drop back too).
     BULK_INDEXES = ("facts_block", "facts_next_change")
+    # A load into an overlay without any fact yet also drops the indexes nothing reads while
+    # it runs (by ref, by changed sync, gc's): built after the load, by sorting, they cost a
+    # fraction of what keeping them up to date row by row does. The (source_id, pk) key the
+    # upsert's conflict check uses stays.
+    FRESH_INDEXES = BULK_INDEXES + ("facts_ref", "facts_changed", "facts_gc")
 
-    def drop_bulk_indexes(self) -> list[str]:
-        """Drop BULK_INDEXES (inside a transaction); returns the SQL that recreates them.
+    def drop_bulk_indexes(self, names: tuple[str, ...] | None = None) -> list[str]:
+        """Drop BULK_INDEXES (or `names`; inside a transaction); returns the SQL that recreates them.
 
         Not on Postgres: DROP INDEX locks `facts` for every other daemon sharing the overlay."""
         if self.dialect == "postgres":
             return []
+        names = self.BULK_INDEXES if names is None else names
         rows = self.conn.execute(
             f"SELECT name, sql FROM sqlite_master WHERE type = 'index' AND name IN "
-            f"({placeholders(len(self.BULK_INDEXES))})", self.BULK_INDEXES).fetchall()
+            f"({placeholders(len(names))})", names).fetchall()
         for name, _ in rows:
             self.conn.execute(f'DROP INDEX "{name}"')
         return [sql for _, sql in rows]
@@ -144,12 +150,49 @@ class FactsRepo(RepoBase):
         """Insert or refresh facts (FactRow, or tuples in FACT_COLUMNS order); call inside a transaction."""
         self.conn.executemany(_UPSERT_SQL, rows)
 
-    def mark_unseen_deleted(self, source_id: int, sync_no: int) -> int:
-        """After a full read: facts the source no longer has are `deleted` (kept, not erased)."""
+    def mark_unseen_deleted(self, source_id: int, sync_no: int, last_full_sync: float | None = None,
+                            noted: bool = False) -> int:
+        """After a full read: facts the source no longer has are `deleted` (kept, not erased).
+
+        Seen are the facts this sync wrote (seen_sync) and the unchanged ones it only noted
+        (`note_unchanged`, not written; `noted`: this sync did). A fact still live was seen by the previous full sync
+        (`last_full_sync`) or written since: its last sighting is at least that (unchanged facts'
+        `last_seen` is not rewritten by every sync)."""
+        seen = " AND id NOT IN (SELECT id FROM temp.mw_seen)" if noted else ""
         cur = self.conn.execute(
-            "UPDATE facts SET status = 'deleted', next_change = NULL WHERE source_id = ? AND seen_sync < ? "
-            "AND status != 'deleted'", (source_id, sync_no))
+            "UPDATE facts SET status = 'deleted', next_change = NULL, "
+            "last_seen = CASE WHEN last_seen < ? THEN ? ELSE last_seen END WHERE source_id = ? "
+            f"AND seen_sync < ? AND status != 'deleted'{seen}",
+            (*_sighting(last_full_sync), source_id, sync_no))
         return cur.rowcount
+
+    # -- facts a full read saw unchanged (nothing written for them) ------------------------
+    # (pk, then the columns compared with a record: UNCHANGED_COLUMNS)
+    UNCHANGED_COLUMNS = ("id", "tbl", "subject", "key", "text", "category", "created_at", "updated_at",
+                         "accessed_at", "access_count", "expires_at", "status", "content_hash")
+
+    def stored_for_compare(self, source_id: int, pks: list[str]) -> dict[str, tuple]:
+        """{pk: (UNCHANGED_COLUMNS…)} of the source's stored facts with these keys (index lookups)."""
+        out: dict[str, tuple] = {}
+        cols = ", ".join(self.UNCHANGED_COLUMNS)
+        for i in range(0, len(pks), 500):
+            chunk = pks[i:i + 500]
+            for row in plain_rows(self.conn, self.dialect,
+                                  f"SELECT pk, {cols} FROM facts WHERE source_id = ? "
+                                  f"AND pk IN ({placeholders(len(chunk))})", (source_id, *chunk)):
+                out[row[0]] = tuple(row[1:])
+        return out
+
+    def begin_unchanged(self) -> None:
+        """An empty TEMP table `mw_seen` for the ids of facts a full read saw unchanged."""
+        self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS mw_seen (id INTEGER PRIMARY KEY)")
+        self.conn.execute("DELETE FROM temp.mw_seen")
+
+    def note_unchanged(self, fact_ids: list[int]) -> None:
+        self.conn.executemany("INSERT OR IGNORE INTO temp.mw_seen (id) VALUES (?)", [(i,) for i in fact_ids])
+
+    def end_unchanged(self) -> None:
+        self.conn.execute("DROP TABLE IF EXISTS temp.mw_seen")
 
     # -- what one sync changed -------------------------------------------------------------
     def count_changed(self, source_id: int, sync_no: int, live_only: bool = False) -> int:
@@ -162,12 +205,6 @@ class FactsRepo(RepoBase):
     def changed_ids(self, source_id: int, sync_no: int) -> list[int]:
         return [r[0] for r in self.conn.execute(
             "SELECT id FROM facts WHERE source_id = ? AND changed_sync = ?", (source_id, sync_no))]
-
-    def changed_live_blocks(self, source_id: int, sync_no: int) -> list[sqlite3.Row]:
-        """(id, subject, category) of the live facts sync `sync_no` changed."""
-        return self.conn.execute(
-            f"SELECT id, subject, category FROM facts WHERE source_id = ? AND changed_sync = ? AND {LIVE}",
-            (source_id, sync_no)).fetchall()
 
     def count_live(self, source_id: int) -> int:
         return self.conn.execute(f"SELECT count(*) FROM facts WHERE source_id = ? AND {LIVE}",
@@ -215,8 +252,11 @@ class FactsRepo(RepoBase):
         ids = [r[0] for r in self.conn.execute(
             f"SELECT id FROM facts WHERE source_id = ? AND {LIVE} "
             "AND pk NOT IN (SELECT pk FROM temp.mw_keys)", (source_id,))]
-        self.conn.executemany("UPDATE facts SET status = 'deleted', next_change = NULL WHERE id = ?",
-                              ((i,) for i in ids))
+        sighting = _sighting(self.conn.execute("SELECT last_full_sync FROM sources WHERE id = ?",
+                                               (source_id,)).fetchone()[0])
+        self.conn.executemany("UPDATE facts SET status = 'deleted', next_change = NULL, "
+                              "last_seen = CASE WHEN last_seen < ? THEN ? ELSE last_seen END WHERE id = ?",
+                              ((*sighting, i) for i in ids))
         return ids
 
     def keys_not_in_overlay(self, source_id: int) -> list[str]:
@@ -246,20 +286,36 @@ class FactsRepo(RepoBase):
             out += self.conn.execute(f"{FACT_SELECT} WHERE f.id IN ({placeholders(len(chunk))})", chunk).fetchall()
         return out
 
-    def block(self, subject: str | None, category: str, exclude_id: int | None = None) -> list[sqlite3.Row]:
-        """Live facts of one subject and category: the only ones a new fact is compared with."""
-        return self.conn.execute(
-            f"SELECT * FROM facts WHERE subject IS ? AND category = ? AND {LIVE} AND id IS NOT ?",
-            (subject, category, exclude_id)).fetchall()
+    def changed_subjects(self, source_id: int, sync_no: int, also: list[int] | None = None) -> set:
+        """Subjects of the facts sync `sync_no` changed (live or not), and of the facts `also`."""
+        out = {r[0] for r in self.conn.execute(
+            "SELECT DISTINCT subject FROM facts WHERE source_id = ? AND changed_sync = ?", (source_id, sync_no))}
+        ids = list(also or [])
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            out.update(r[0] for r in self.conn.execute(
+                f"SELECT DISTINCT subject FROM facts WHERE id IN ({placeholders(len(chunk))})", chunk))
+        return out
 
-    def iter_blocks_scan(self, source_id: int, sync_no: int) -> Iterator:
-        """Every live fact in block order (subject, category, id), each flagged `mw_changed`
-        when this sync changed it; streamed (a server-side cursor on Postgres)."""
-        sql = (f"SELECT *, (source_id = ? AND changed_sync = ?) AS mw_changed FROM facts WHERE {LIVE} "
-               "ORDER BY subject, category, id")
+    def subject_block(self, subject: str | None, source_ids: list[int]) -> list[sqlite3.Row]:
+        """Live facts of one subject in these sources (one subject space): one detection block."""
+        return self.conn.execute(
+            f"SELECT * FROM facts WHERE subject IS ? AND source_id IN ({placeholders(len(source_ids))}) "
+            f"AND {LIVE} ORDER BY id", (subject, *source_ids)).fetchall()
+
+    def iter_subject_scan(self, source_ids: list[int]) -> Iterator:
+        """Every live fact of these sources in subject order (facts_block index), streamed
+        (a server-side cursor on Postgres): detection blocks one after the other."""
+        sql = (f"SELECT * FROM facts WHERE {LIVE} AND source_id IN ({placeholders(len(source_ids))}) "
+               "ORDER BY subject, id")
         if self.dialect == "postgres":
-            return self.conn.stream(sql, (source_id, sync_no))
-        return self.conn.execute(sql, (source_id, sync_no))
+            return self.conn.stream(sql, tuple(source_ids))
+        return self.conn.execute(sql, tuple(source_ids))
+
+    def live_subjects(self, limit: int = 2) -> list[str | None]:
+        """Up to `limit` distinct subjects of live facts (is there more than one user?)."""
+        rows = self.conn.execute(f"SELECT DISTINCT subject FROM facts WHERE {LIVE} LIMIT ?", (limit,)).fetchall()
+        return [r[0] for r in rows]
 
     def live_facts_in(self, categories: list[str], subject: str | None = None) -> list[sqlite3.Row]:
         """Live facts (with `source_name`) of these categories, of one subject when given; id order."""
@@ -396,3 +452,9 @@ class FactsRepo(RepoBase):
             f"OR newer_id IN (SELECT id FROM facts WHERE {where})", (cutoff, cutoff)).fetchone()[0]
         facts = self.conn.execute(f"DELETE FROM facts WHERE {where}", (cutoff,)).rowcount
         return facts, contradictions
+
+
+def _sighting(last_full_sync: float | None) -> tuple[float, float]:
+    """Parameters of `last_seen = CASE WHEN last_seen < ? THEN ? …` (no full sync yet: no change)."""
+    t = 0.0 if last_full_sync is None else float(last_full_sync)
+    return t, t

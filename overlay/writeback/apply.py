@@ -7,6 +7,7 @@ next sync and plan pick it up again). Every write keeps a typed before-image in 
 from __future__ import annotations
 
 import dataclasses
+import random
 import time
 import uuid
 
@@ -15,6 +16,7 @@ from memwatch_overlay.connectors.writer import (
     Image,
     Key,
     SourceBusy,
+    SourceLocked,
     SourceWriter,
     TakeTurns,
     writer_for,
@@ -97,6 +99,12 @@ def apply_plan(plan: Plan, *, store: OverlayStore | None = None, write_sources: 
                 result.held.extend(changes)
                 continue
             _apply_source(plan, log, plan.sources[name], changes, batch_size, result)
+        # Pending entries of an interrupted apply are settled even when this plan writes
+        # nothing more to their source (the rows it wrote no longer look like candidates).
+        for name in sorted({a.source for a in log.pending()} - set(by_source)):
+            source = plan.sources.get(name)
+            if source is not None and (write_sources is None or name in write_sources):
+                _settle_source(log, source, result)
         if result.applied or result.annotated:
             store.record_run("apply", plan.as_of, sorted(by_source), None,
                              {"applied": len(result.applied), "annotated": len(result.annotated),
@@ -114,15 +122,57 @@ def _apply_source(plan: Plan, log: ActionLog, source: SourceConfig, changes: lis
     try:
         writer = writer_for(connector, changes[0].table)
         hasher = row_hasher(connector, plan.config, writer)
-        result.reconciled += reconcile_pending(log, writer, source.name)
+        settled: set[str] = set()
+        result.reconciled += reconcile_pending(log, writer, source.name, settled)
+        if settled:
+            # Rows an interrupted apply did write (now settled as applied): the plan was made
+            # before that was known; writing them again would log a second applied record
+            # and move an expiry later.
+            again = [c for c in changes if c.ref in settled]
+            result.skipped.extend(Skipped(c, SKIP_SETTLED) for c in again)
+            changes = [c for c in changes if c.ref not in settled]
         for batch in TakeTurns().batches(changes, batch_size):
-            _apply_batch(log, writer, hasher, batch, result)
+            _apply_with_retries(log, writer, hasher, batch, result)
     finally:
         connector.close()
 
 
+def _settle_source(log: ActionLog, source: SourceConfig, result: ApplyResult) -> None:
+    for tbl in sorted({a.tbl for a in log.pending([source.name])}):
+        connector = make_connector(dataclasses.replace(source, table=tbl, query=None)
+                                   if source.table else source)
+        connector.open()
+        try:
+            result.reconciled += reconcile_pending(log, writer_for(connector, tbl), source.name)
+        finally:
+            connector.close()
+
+
+BUSY_RETRIES = 4          # further attempts of a batch the store was too busy for
+RETRY_BASE = 0.25         # seconds; attempt n waits RETRY_BASE * 2**n, jittered (x0.5..1.5)
+
+
+class _Busy(Exception):
+    """A batch met a busy store and may be tried again."""
+
+
+def _apply_with_retries(log: ActionLog, writer: SourceWriter, hasher: "RowHasher | None",
+                        batch: list[Change], result: ApplyResult, sleep=time.sleep) -> None:
+    """One batch, tried again with jittered backoff while the store is busy (a bot in
+    rollback-journal mode holding its lock): each attempt re-reads every row, so a retry
+    is as safe as the first try. The last attempt's failure is reported as skipped."""
+    for attempt in range(BUSY_RETRIES + 1):
+        mark = len(result.skipped)
+        try:
+            _apply_batch(log, writer, hasher, batch, result, retry=attempt < BUSY_RETRIES)
+            return
+        except _Busy:
+            del result.skipped[mark:]
+            sleep(RETRY_BASE * 2 ** attempt * random.uniform(0.5, 1.5))
+
+
 def _apply_batch(log: ActionLog, writer: SourceWriter, hasher: "RowHasher | None", batch: list[Change],
-                 result: ApplyResult) -> None:
+                 result: ApplyResult, retry: bool = False) -> None:
     done: list[tuple[Change, dict]] = []
     settled: set[int] = set()     # positions in batch already reported as skipped
     pending: list[int] = []
@@ -155,6 +205,8 @@ def _apply_batch(log: ActionLog, writer: SourceWriter, hasher: "RowHasher | None
     except (SourceBusy, ConnectorError) as exc:
         if pending:
             log.set_state(pending, FAILED, note=str(exc))
+        if retry and isinstance(exc, SourceLocked):
+            raise _Busy() from None
         for pos, change in enumerate(batch):
             if pos not in settled:
                 result.skipped.append(Skipped(change, str(exc)))
@@ -173,8 +225,14 @@ def _after_hash(hasher: "RowHasher | None", after: Image | None, change: Change)
     return hasher(after, change.key) if hasher is not None else None
 
 
-def reconcile_pending(log: ActionLog, writer: SourceWriter, source: str) -> int:
-    """Settle `pending` actions left by a crash: applied if the row shows our write, else failed."""
+SKIP_SETTLED = "already written by an interrupted apply (settled as applied)"
+
+
+def reconcile_pending(log: ActionLog, writer: SourceWriter, source: str,
+                      settled: set[str] | None = None) -> int:
+    """Settle `pending` actions left by a crash: applied if the row shows our write, else failed.
+
+    Idempotent: each pending entry is settled once; `settled` collects the refs found applied."""
     entries = [a for a in log.pending([source]) if a.tbl == writer.table]
     if not entries:
         return 0
@@ -188,6 +246,8 @@ def reconcile_pending(log: ActionLog, writer: SourceWriter, source: str) -> int:
             else:
                 ok = current is not None and current == writer.decode_image(a.after)
             (applied if ok else failed).append(a.id)
+            if ok and settled is not None:
+                settled.add(a.ref)
     if applied:
         log.set_state(applied, APPLIED, note="settled after an interrupted apply")
     if failed:

@@ -12,6 +12,7 @@ from memwatch_overlay.connectors.writer import (
     TakeTurns,
     writer_for,
 )
+from memwatch_overlay.core.timeparse import parse_timestamp
 from memwatch_overlay.overlay.engine.audit import open_overlay
 from memwatch_overlay.overlay.store.actions import (
     APPLIED,
@@ -149,6 +150,11 @@ def _undo_one(txn, writer: SourceWriter, a: LoggedAction) -> tuple[str | None, s
         if current is None:
             if not a.sweepable:
                 return None, "the row was deleted after our write; not re-created"
+            if not _expiry_passed(writer, a, after):
+                # deleted before the expiry we wrote: the user or the bot ("forget that"), not
+                # the store's TTL sweeper; putting it back would undo their deletion
+                return None, ("the row was deleted before the expiry we wrote had passed (not by the "
+                              "store's sweeper); not re-created")
             txn.insert(key, before)
             note = "re-inserted (the store's sweeper had removed the expired row)"
         elif current == after:
@@ -165,6 +171,21 @@ def _undo_one(txn, writer: SourceWriter, a: LoggedAction) -> tuple[str | None, s
         note += " (the store changed some values on its own, e.g. a trigger)"
     return note, ""
 
+
+
+def _expiry_passed(writer: SourceWriter, a: LoggedAction, after) -> bool:
+    """Whether a deletion of the row matches the sweeper's rule: an expiry column we wrote
+    (a timestamp in the action's values) lies in the past now."""
+    written = writer.plain(after) or {}
+    now = time.time()
+    for col in (a.values or {}):
+        try:
+            moment = parse_timestamp(written.get(col))
+        except (TypeError, ValueError):
+            continue
+        if moment is not None and moment <= now:
+            return True
+    return False
 
 
 def action_history(config: Config | None, *, overlay_path: str | None = None, limit: int = 50,

@@ -19,6 +19,7 @@ from memwatch_overlay.overlay.output.formats.base import Renderer
 from memwatch_overlay.overlay.output.formats.github import GitHubRenderer
 from memwatch_overlay.overlay.output.formats.html import HTMLRenderer
 from memwatch_overlay.overlay.output.formats.junit import JUnitRenderer
+from memwatch_overlay.overlay.output.formats.lines import CsvRenderer, NdjsonRenderer
 from memwatch_overlay.overlay.output.formats.markdown import MarkdownRenderer
 from memwatch_overlay.overlay.output.formats.sarif import SarifRenderer
 
@@ -28,6 +29,8 @@ RENDERERS: dict[str, type[Renderer]] = {
     "markdown": MarkdownRenderer,
     "html": HTMLRenderer,
     "github": GitHubRenderer,
+    "ndjson": NdjsonRenderer,
+    "csv": CsvRenderer,
 }
 
 

@@ -26,19 +26,30 @@ from memwatch_overlay.overlay.output.formats.digest import (
     SUMMARY_KEYS,
     Digest,
     head_and_count,
+    expiry_days,
     horizon_name,
     shorten,
     stale_ratio,
 )
 
 MAX_CONTRADICTIONS = 500
+SOON_DAYS = 90      # "soonest to expire" lists the facts expiring within this many days
+
+# Table headers in words (the JSON's field names stay in data-key / data-* attributes)
+HEADERS = {"name": "Name", "total": "Total", "fresh": "Fresh", "aging": "Aging", "stale": "Stale",
+           "expired": "Expired", "contradicted": "Contradicted", "avg_freshness": "Average freshness",
+           "stale_ratio": "Stale ratio", "memory": "Memory", "category": "Category", "freshness": "Freshness",
+           "label": "Label", "days_left": "Days until not fresh", "days_until_expired": "Days until expired",
+           "age_days": "Age (days)", "status": "Status"}
+# Label cells: a light tint of the label's colour (the bars' colours are svg.BAND_COLOURS)
+LABEL_TINTS = {"fresh": "#d4efdf", "aging": "#fcf3cf", "stale": "#fae5d3", "expired": "#f5d5d1"}
 
 CSS = """
 body{font-family:"DejaVu Sans",Arial,sans-serif;margin:24px;color:#1d2330;background:#fafbfc}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #d6dbe3}
 .meta{color:#5b6473;font-size:13px}
 .gate{display:inline-block;padding:3px 10px;border-radius:4px;color:#fff;font-weight:bold}
-.gate.passed{background:#27ae60}.gate.failed{background:#c0392b}.gate.unknown{background:#7f8c8d}
+.gate.passed{background:#27ae60}.gate.failed{background:#c0392b}.gate.unknown,.gate.none{background:#7f8c8d}
 .cards{display:flex;flex-wrap:wrap;gap:10px;margin:14px 0}
 .card{background:#fff;border:1px solid #d6dbe3;border-radius:6px;padding:10px 14px;min-width:92px}
 .card .num{display:block;font-size:24px;font-weight:bold}.card .lbl{font-size:12px;color:#5b6473}
@@ -55,7 +66,28 @@ figcaption{font-size:13px;font-weight:bold;margin-bottom:4px}
 svg .tick{font-size:10px;text-anchor:middle;fill:#5b6473}
 svg .val{font-size:10px;text-anchor:middle;fill:#1d2330}
 svg .ytick{font-size:10px;text-anchor:end;fill:#5b6473}
+svg .ylabel{font-size:10px;text-anchor:middle;fill:#5b6473}
 .evidence{max-width:520px}.more{color:#5b6473;font-style:italic}
+.wrap{max-width:100%;overflow-x:auto}
+table.facts,table.pairs{width:100%}
+td.text{min-width:12em;overflow-wrap:anywhere}
+td .ref{display:block;color:#5b6473;font-size:11px;overflow-wrap:anywhere;margin-top:2px}
+td.label{font-weight:bold;white-space:nowrap}
+td.label.fresh{background:#d4efdf}td.label.aging{background:#fcf3cf}
+td.label.stale{background:#fae5d3}td.label.expired{background:#f5d5d1}
+td.update{white-space:nowrap}td.update .act{font-weight:bold}
+svg.chart{max-width:100%;height:auto}
+@media (max-width:720px){
+body{margin:10px}
+table.stack,table.stack tbody,table.stack tr,table.stack td{display:block;width:auto}
+table.stack tr.head{display:none}
+table.stack tr{border:1px solid #d6dbe3;margin:0 0 8px;background:#fff}
+table.stack td{border:none;border-bottom:1px solid #eef1f5;white-space:normal;min-width:0;
+display:flex;justify-content:space-between;gap:8px}
+table.stack td::before{content:attr(data-th);font-size:11px;color:#5b6473;text-align:left}
+table.stack td.text,table.stack td.evidence,table.stack td.update{display:block}
+table.stack td.text::before,table.stack td.evidence::before,table.stack td.update::before{display:block}
+}
 """
 
 
@@ -98,6 +130,8 @@ def _header(report: Mapping) -> str:
     passed = report.get("passed")
     cls, text = {True: ("passed", "gate passed"), False: ("failed", "gate failed")}.get(
         passed, ("unknown", "gate not evaluated"))
+    if report.get("gate") == "none":
+        cls, text = "none", "no gate configured"
     as_of = escape(str(report.get("as_of") or ""))
     return (f'<h1>memwatch-overlay report</h1><p class="meta">as of '
             f'<span id="as-of">{as_of}</span> &middot; '
@@ -123,16 +157,17 @@ def _violations(violations: Iterable) -> str:
 
 
 def _breakdown(title: str, key: str, parts: Mapping) -> str:
-    head = "".join(f"<th>{escape(k)}</th>" for k in ("name", *SUMMARY_KEYS, "stale_ratio"))
+    cols = ("name", *SUMMARY_KEYS, "stale_ratio")
+    head = "".join(f'<th data-key="{k}">{escape(HEADERS.get(k, k))}</th>' for k in cols)
     rows = []
     for name, s in sorted(parts.items()):
-        cells = "".join(f'<td class="n" data-key="{k}">{escape(_fmt(s.get(k)))}</td>'
+        cells = "".join(f'<td class="n" data-key="{k}" data-th="{HEADERS[k]}">{escape(_fmt(s.get(k)))}</td>'
                         for k in SUMMARY_KEYS)
-        rows.append(f'<tr data-name="{escape(str(name))}"><td>{escape(str(name))}</td>{cells}'
-                    f'<td class="n" data-key="stale_ratio">{_fmt(stale_ratio(s))}</td></tr>')
+        rows.append(f'<tr data-name="{escape(str(name))}"><td data-th="Name">{escape(str(name))}</td>{cells}'
+                    f'<td class="n" data-key="stale_ratio" data-th="Stale ratio">{_fmt(stale_ratio(s))}</td></tr>')
     ident = key.replace("_", "-")
-    return (f'<section><h2>{escape(title)}</h2><table id="{ident}"><tr>{head}</tr>'
-            + "".join(rows) + "</table></section>\n")
+    return (f'<section><h2>{escape(title)}</h2><div class="wrap"><table id="{ident}" class="stack">'
+            f'<tr class="head">{head}</tr>' + "".join(rows) + "</table></div></section>\n")
 
 
 def _histograms(digest: Digest) -> str:
@@ -170,47 +205,115 @@ def _timeline(digest: Digest) -> str:
     data = [{"horizon": labels[i], "count": c} for i, c in enumerate(digest.horizons)]
     chart = svg.bars(digest.horizons, labels, [svg.TIMELINE_COLOUR] * n, data=data,
                      title="Facts by days until expired", width=480)
-    soonest = _facts_table("Soonest to expire", "soonest", digest.soonest, None, level=3)
+    soon = [f for f in digest.soonest if (expiry_days(f) or 0) <= SOON_DAYS]
+    if soon:
+        soonest = _facts_table(f"Soonest to expire (within {SOON_DAYS} days)", "soonest", soon, None, level=3)
+    else:
+        nxt = digest.soonest[0] if digest.soonest else None
+        tail = f" The next one expires in {_days(expiry_days(nxt))} days." if nxt is not None else ""
+        soonest = (f'<h3>Soonest to expire</h3><p class="more" id="soonest">Nothing expires within '
+                   f'{SOON_DAYS} days.{escape(tail)}</p>')
     return ('<section><h2>Upcoming expiries</h2><p class="meta">Facts not yet expired, by '
             'days until they expire.</p><figure id="timeline"><figcaption>days until expired</figcaption>'
             f"{chart}</figure>{soonest}</section>\n")
 
 
+_ID_LIKE = re.compile(r"^[0-9a-f]{8}-|^[0-9a-f]{16,}$|^\d+$", re.I)
+FACT_COLUMNS = ("memory", "category", "freshness", "label", "days_left", "days_until_expired", "age_days",
+                "status")
+DAY_COLUMNS = ("days_left", "days_until_expired", "age_days")
+
+
 def _facts_table(title: str, ident: str, facts: list, seen: int | None, level: int = 2) -> str:
-    cols = ("ref", "category", "key", "text", "freshness", "label", "days_left",
-            "days_until_expired", "age_days", "status")
-    head = "".join(f"<th>{c}</th>" for c in cols)
+    """Facts as rows: the memory (key: text, its ref under it), then figures; day counts
+    rounded, the label cell tinted, exact values in data-value. Under 720 px wide each row
+    becomes a card (table.stack)."""
+    head = "".join(f'<th data-key="{c}">{HEADERS[c]}</th>' for c in FACT_COLUMNS)
     rows = []
     for f in facts:
-        cells = []
-        for c in cols:
-            value = f.get(c)
-            cls = ' class="n"' if isinstance(value, (int, float)) else ""
-            cells.append(f"<td{cls}>{escape(_fmt(value))}</td>")
-        rows.append(f'<tr data-ref="{escape(str(f.get("ref", "")))}">{"".join(cells)}</tr>')
+        ref = str(f.get("ref", ""))
+        key = f.get("key")
+        key = key if key and len(str(key)) <= 24 and not _ID_LIKE.match(str(key)) else None   # not a UUID/row id
+        memory = (f"<b>{escape(str(key))}</b>: " if key else "") + escape(str(f.get("text") or ""))
+        label = str(f.get("label") or "")
+        cells = [f'<td class="text" data-th="Memory">{memory}<span class="ref">{escape(ref)}</span></td>',
+                 f'<td data-th="Category">{escape(str(f.get("category") or ""))}</td>',
+                 f'<td class="n" data-th="Freshness" data-value="{escape(_raw(f.get("freshness")))}">'
+                 f'{escape(_fmt2(f.get("freshness")))}</td>',
+                 f'<td class="label {escape(label)}" data-th="Label">{escape(label)}</td>']
+        for c in DAY_COLUMNS:
+            cells.append(f'<td class="n" data-th="{HEADERS[c]}" data-value="{escape(_raw(f.get(c)))}">'
+                         f'{escape(_days(f.get(c)))}</td>')
+        cells.append(f'<td data-th="Status">{escape(str(f.get("status") or ""))}</td>')
+        rows.append(f'<tr data-ref="{escape(ref)}">{"".join(cells)}</tr>')
     note = f" ({len(facts)} of {seen})" if seen is not None else ""
     if not rows:
         return f'<h{level}>{title}</h{level}><p class="more" id="{ident}">None.</p>'
-    return (f"<section><h{level}>{title}{note}</h{level}><table id=\"{ident}\"><tr>{head}</tr>"
-            + "".join(rows) + "</table></section>\n")
+    return (f'<section><h{level}>{title}{note}</h{level}><div class="wrap"><table id="{ident}" '
+            f'class="facts stack"><tr class="head">{head}</tr>' + "".join(rows) + "</table></div></section>\n")
 
 
 def _contradictions(contradictions, cap: int) -> str:
+    """The older and newer memory side by side (texts, refs under them), why (kind,
+    confidence, evidence) and the suggested update."""
     shown, total = head_and_count(contradictions, cap)
+    text_of = getattr(contradictions, "text_of", None) or (lambda ref: None)
     rows = []
     for c in shown:
-        rows.append(f'<tr data-older="{escape(str(c.get("older", "")))}"><td>{escape(str(c.get("older", "")))}'
-                    f'</td><td>{escape(str(c.get("newer", "")))}</td><td>{escape(str(c.get("kind", "")))}'
-                    f'</td><td class="n">{escape(_fmt(c.get("confidence")))}</td>'
-                    f'<td class="evidence">{escape(shorten(c.get("evidence"), 400))}</td></tr>')
+        older, newer = str(c.get("older", "")), str(c.get("newer", ""))
+        older_text = c.get("older_text") or text_of(older) or ""
+        newer_text = c.get("newer_text") or text_of(newer) or ""
+        kind = str(c.get("kind", ""))
+        why = (f'<b>{escape(kind)}</b> {escape(_fmt2(c.get("confidence")))}: '
+               f'{escape(shorten(c.get("evidence"), 400))}')
+        rows.append(f'<tr data-older="{escape(older)}" data-newer="{escape(newer)}" data-kind="{escape(kind)}" '
+                    f'data-evidence="{escape(str(c.get("evidence") or ""))}">'
+                    f'<td class="text" data-th="Older memory">{escape(str(older_text))}'
+                    f'<span class="ref">{escape(older)}</span></td>'
+                    f'<td class="text" data-th="Newer memory">{escape(str(newer_text))}'
+                    f'<span class="ref">{escape(newer)}</span></td>'
+                    f'<td class="evidence" data-th="Why">{why}</td>'
+                    f'<td class="update" data-th="Suggested update">{_update(c.get("update"))}</td></tr>')
     more = ""
     if total > len(shown):
         more = f'<p class="more">... and {total - len(shown)} more.</p>'
     if not rows:
         return '<section><h2>Contradictions</h2><p class="more" id="contradictions">None.</p></section>\n'
-    return (f'<section><h2>Contradictions ({total})</h2><table id="contradictions"><tr>'
-            "<th>older</th><th>newer</th><th>kind</th><th>confidence</th><th>evidence</th></tr>"
-            + "".join(rows) + f"</table>{more}</section>\n")
+    return (f'<section><h2>Contradictions ({total})</h2><div class="wrap"><table id="contradictions" '
+            'class="pairs stack"><tr class="head"><th>Older memory</th><th>Newer memory</th><th>Why</th>'
+            "<th>Suggested update</th></tr>" + "".join(rows) + f"</table></div>{more}</section>\n")
+
+
+def _update(update: Any) -> str:
+    """`UPDATE employer` / `Google -> Anthropic`, or `EXPIRE` (the old value no longer holds)."""
+    if not isinstance(update, Mapping) or not update:
+        return ""
+    action = update.get("action") or ("UPDATE" if update.get("new_value") else "EXPIRE")
+    key = update.get("key")
+    out = f'<span class="act">{escape(str(action))}</span>' + (f" {escape(str(key))}" if key else "")
+    if update.get("new_value") is not None:
+        old = update.get("old_value")
+        out += ("<br>" + (f"{escape(str(old))} " if old is not None else "") + "&rarr; "
+                + escape(str(update["new_value"])))
+    return out
+
+
+def _fmt2(value: Any) -> str:
+    return f"{value:.2f}" if isinstance(value, float) else _fmt(value)
+
+
+def _days(value: Any) -> str:
+    """A day count rounded to whole days (`<1` under a day; empty when unknown).
+
+    Example:
+        >>> _days(1734.62), _days(0.4), _days(0), _days(None)
+        ('1,735', '<1', '0', '')
+    """
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return ""
+    if 0 < value < 1:
+        return "<1"
+    return f"{value:,.0f}"
 
 
 def _fmt(value: Any) -> str:

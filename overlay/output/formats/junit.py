@@ -1,10 +1,17 @@
 """JUnit XML, in the shape Jenkins, GitLab and GitHub test reporters read.
 
 Layout: one ``<testsuite>`` per source and one ``<testcase>`` per category in it
-(classname ``memwatch.<source>``, name ``<category>``). A test case fails when its
-category holds stale, expired or contradicted facts; the ``<failure>`` text lists
-them, one per line. A last suite, ``memwatch.gate``, has one test case that fails
-with the violated thresholds when the gate did not pass.
+(classname ``memwatch.<source>``, name ``<category>``), and a last suite,
+``memwatch.gate``, whose one test case fails with the violated thresholds when the
+gate did not pass.
+
+What counts as a failure (option ``failures``, the CLI's ``--junit-failures``):
+
+- ``gate`` (default): only the gate's test case fails, so a CI server's red/green
+  agrees with the exit code; a category holding stale, expired or contradicted facts
+  lists them in its ``<system-out>`` (one per line) without failing.
+- ``facts``: each such category's test case fails too, its ``<failure>`` text
+  listing the facts.
 
 Memory: facts are read once through `Digest`; per test case only the first
 `problem_cap` problem facts are kept and printed, followed by "... and N more".
@@ -24,6 +31,7 @@ from memwatch_overlay.overlay.output.formats.digest import (
 )
 
 GATE_SUITE = "memwatch.gate"
+FAILURE_MODES = ("gate", "facts")
 
 
 class JUnitRenderer(DigestRenderer):
@@ -32,13 +40,16 @@ class JUnitRenderer(DigestRenderer):
     top = 0
 
     def write(self, digest: Digest) -> None:
-        _write(self.report, digest, self.stream)
+        failures = self.options.get("failures") or "gate"
+        if failures not in FAILURE_MODES:
+            raise ValueError(f"junit failures must be one of {', '.join(FAILURE_MODES)}, not {failures!r}")
+        _write(self.report, digest, self.stream, per_fact=failures == "facts")
 
 
 render = JUnitRenderer.render
 
 
-def _write(report: Mapping[str, Any], digest: Digest, stream: TextIO) -> None:
+def _write(report: Mapping[str, Any], digest: Digest, stream: TextIO, per_fact: bool = False) -> None:
     targets = source_targets(report)
     as_of = str(report.get("as_of") or "")
     root = ET.Element("testsuites", name="memwatch-overlay")
@@ -57,7 +68,7 @@ def _write(report: Mapping[str, Any], digest: Digest, stream: TextIO) -> None:
             if target and "://" not in target:
                 case.set("file", target)
             if group.problem_count:
-                _failure(case, group)
+                _failure(case, group, as_failure=per_fact)
         _count(suite)
 
     gate = _suite(root, GATE_SUITE, as_of)
@@ -106,7 +117,7 @@ def _property(suite: ET.Element, name: str, value: str) -> None:
     ET.SubElement(props, "property", name=name, value=value)
 
 
-def _failure(case: ET.Element, group) -> None:
+def _failure(case: ET.Element, group, as_failure: bool = True) -> None:
     counts = {"stale": group.labels["stale"], "expired": group.labels["expired"],
               "contradicted": group.contradicted}
     parts = [f"{n} {kind}" for kind, n in counts.items() if n]
@@ -114,6 +125,10 @@ def _failure(case: ET.Element, group) -> None:
     lines = [f"{'/'.join(problems(f))}: {describe(f)}" for f in group.problem_facts]
     if group.omitted:
         lines.append(f"... and {group.omitted} more")
+    if not as_failure:
+        out = ET.SubElement(case, "system-out")
+        out.text = "\n".join([message] + lines)
+        return
     failure = ET.SubElement(case, "failure", type="/".join(k for k, n in counts.items() if n),
                             message=message)
     failure.text = "\n".join(lines)

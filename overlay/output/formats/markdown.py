@@ -40,8 +40,11 @@ def _write(report: Mapping[str, Any], digest: Digest, stream: TextIO) -> None:
     top = digest.top
     summary = report.get("summary") or {}
     w = stream.write
-    status = {True: "passed", False: "FAILED"}.get(report.get("passed"), "not evaluated")
-    w(f"## memwatch-overlay audit: gate {status}\n\n")
+    if report.get("gate") == "none":
+        w("## memwatch-overlay audit: no gate configured\n\n")
+    else:
+        status = {True: "passed", False: "FAILED"}.get(report.get("passed"), "not evaluated")
+        w(f"## memwatch-overlay audit: gate {status}\n\n")
     if report.get("as_of"):
         w(f"As of `{report['as_of']}`.\n\n")
 

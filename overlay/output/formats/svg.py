@@ -23,18 +23,44 @@ def band_colour(low: float) -> str:
     return colour
 
 
+def nice_top(value: int) -> int:
+    """The y axis' top: the smallest of 1, 2, 2.5, 5 x 10^k (even, so the middle tick is whole) >= value.
+
+    Example:
+        >>> [nice_top(v) for v in (0, 1, 3, 7, 12, 180, 2600)]
+        [2, 2, 4, 10, 20, 200, 4000]
+    """
+    if value <= 2:
+        return 2
+    magnitude = 1
+    while True:
+        for step in (2, 4, 5, 10):
+            if step * magnitude >= value:
+                return step * magnitude
+        magnitude *= 10
+
+
 def bars(values: Sequence[int], labels: Sequence[str], colours: Sequence[str], *,
-         data: Sequence[dict], title: str, width: int = 360, height: int = 160) -> str:
-    """A vertical bar chart; bar i gets colours[i], labels[i] under it and data[i] attributes."""
-    pad_l, pad_b, pad_t = 8, 28, 18
+         data: Sequence[dict], title: str, width: int = 360, height: int = 160, y_label: str = "facts") -> str:
+    """A vertical bar chart with a y axis (0, the middle and the top count, `y_label` beside
+    it); bar i gets colours[i], labels[i] under it and data[i] attributes."""
+    pad_l, pad_r, pad_b, pad_t = 40, 8, 28, 18
     n = max(1, len(values))
-    slot = (width - pad_l * 2) / n
-    top = max(values) if values and max(values) > 0 else 1
+    slot = (width - pad_l - pad_r) / n
+    top = nice_top(max(values) if values else 0)
     plot_h = height - pad_b - pad_t
+    base = height - pad_b
     out = [f'<svg class="chart" role="img" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}"><title>{escape(title)}</title>',
-           f'<line x1="{pad_l}" y1="{height - pad_b}" x2="{width - pad_l}" '
-           f'y2="{height - pad_b}" stroke="#555" stroke-width="1"/>']
+           f'<line x1="{pad_l}" y1="{base}" x2="{width - pad_r}" y2="{base}" stroke="#555" stroke-width="1"/>',
+           f'<line class="yaxis" x1="{pad_l}" y1="{pad_t}" x2="{pad_l}" y2="{base}" stroke="#555" stroke-width="1"/>',
+           f'<text x="10" y="{pad_t + plot_h / 2:.1f}" class="ylabel" transform="rotate(-90 10 '
+           f'{pad_t + plot_h / 2:.1f})">{escape(y_label)}</text>']
+    for tick in sorted({0, top // 2, top}):
+        y = base - plot_h * tick / top
+        out.append(f'<line x1="{pad_l - 3}" y1="{y:.1f}" x2="{width - pad_r}" y2="{y:.1f}" '
+                   f'stroke="{"#555" if tick == 0 else "#e3e7ee"}" stroke-width="1"/>')
+        out.append(f'<text x="{pad_l - 5}" y="{y + 3:.1f}" class="ytick" data-tick="{tick}">{tick:,}</text>')
     for i, value in enumerate(values):
         h = plot_h * value / top
         x = pad_l + i * slot + slot * 0.1

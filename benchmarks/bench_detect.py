@@ -1,0 +1,167 @@
+"""Contradiction detection for one user's whole memory: detection on against off.
+
+    python benchmarks/bench_detect.py [--sizes 10000] [--repeat 1] [--embeddings] [--json]
+
+Two stores of ONE user (a personal assistant's memory), each audited zero-config into a
+fresh overlay with detection on (the default rules) and off (`[detector] enabled = false`),
+every audit in its own subprocess so its peak RSS (ru_maxrss) is its own:
+
+  keyed     bench_audit.py's `agent_facts` table (six keys: employer, city, email ...; every
+            value differs), all rows one user's: the store where all-pairs detection
+            stored 444 contradictions per fact at 10,000;
+  text      free text: jobs and homes that change and are restated, tastes that turn,
+            endings ("handed in my notice at ..."), key-value rows and many notes sharing
+            words.
+
+Printed per store and size: seconds on / off and their ratio, stored contradictions per
+fact, comparisons per fact, peak RSS. Targets (issue 14): <= 2 stored contradictions per
+fact, detection on <= 10x off, peak RSS < 300 MB. With --embeddings, a third audit adds
+the semantic layer (`[embeddings] enabled = true`, the offline MiniLM) and prints its
+seconds per 1,000 facts over the rules-only audit (model loading included, and shown).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import random
+import sqlite3
+import statistics
+import tempfile
+from pathlib import Path
+
+from bench_audit import agent_rows, embeddings_config
+from benchlib import run_script
+
+AS_OF = "2026-11-29"
+
+# argv: store overlay as_of [config] ; one zero-config audit; prints seconds, ru_maxrss (KB),
+# facts, stored contradictions, comparisons
+AUDIT = """
+import sys, time, resource
+from memwatch_overlay.overlay.engine.audit import audit
+from memwatch_overlay.core.timeparse import parse_as_of
+from memwatch_overlay.rules.config import load_config
+cfg = load_config(sys.argv[4]) if len(sys.argv) > 4 else None
+t = time.perf_counter()
+result = audit(sys.argv[1], cfg, as_of=parse_as_of(sys.argv[3]), overlay_path=sys.argv[2])
+s = time.perf_counter() - t
+n = result.summary["total"]
+stored = result.count_contradictions()
+comparisons = sum(st.comparisons for st in result.stats)
+result.close()
+print(s, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, n, stored, comparisons)
+"""
+
+COMPANIES = ["Google", "Stripe", "Meta", "Deloitte", "Grab", "Globant", "Shopify", "Spotify", "Airbus",
+             "Siemens", "Nokia", "Canva", "Atlassian", "Zalando", "Klarna", "Revolut", "Monzo", "Adyen"]
+CITIES = ["Oslo", "Bergen", "Leeds", "Lisbon", "Porto", "Madrid", "Krakow", "Jakarta", "Surabaya", "Lagos",
+          "Nairobi", "Quito", "Lima", "Hanoi", "Osaka", "Perth", "Denver", "Austin"]
+FOODS = ["sushi", "thai food", "pizza", "ramen", "tacos", "curry", "falafel", "dumplings"]
+FRIENDS = ["Ben", "Chidi", "Dana", "Eva", "Farid", "Gus", "Hana", "Ivo", "Jun", "Kemal"]
+
+
+def text_rows(n: int, seed: int = 7):
+    """(user, key, text, created_at) of one user's n free-text memories, a few hours apart."""
+    rnd = random.Random(seed)
+    job, city = rnd.choice(COMPANIES), rnd.choice(CITIES)
+    start = dt.datetime(2026, 11, 29) - dt.timedelta(hours=5 * n)
+    for i in range(n):
+        r = rnd.random()
+        key = None
+        if r < 0.08:
+            job = rnd.choice(COMPANIES)
+            text = rnd.choice([f"I just joined {job}.", f"I work at {job}.", f"Started a new job at {job}."])
+        elif r < 0.14:
+            text = f"I work at {job}."
+        elif r < 0.20:
+            city = rnd.choice(CITIES)
+            text = rnd.choice([f"We moved to {city}.", f"I live in {city}."])
+        elif r < 0.24:
+            key, text = "employer", rnd.choice(COMPANIES)
+        elif r < 0.32:
+            food = rnd.choice(FOODS)
+            text = rnd.choice([f"I love {food}.", f"I do not like {food} anymore."])
+        elif r < 0.36:
+            text = f"I handed in my notice at {job}."
+        else:
+            text = f"Had coffee with {rnd.choice(FRIENDS)} near the office in {city}."
+        yield ("u1", key, text, (start + dt.timedelta(hours=5 * i)).strftime("%Y-%m-%d %H:%M:%S"))
+
+
+def build(path: Path, rows) -> None:
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE agent_facts (id INTEGER PRIMARY KEY, user_id TEXT, fact_key TEXT, "
+                 "fact_value TEXT, created_at TEXT)")
+    conn.executemany("INSERT INTO agent_facts (user_id, fact_key, fact_value, created_at) VALUES (?, ?, ?, ?)",
+                     rows)
+    conn.commit()
+    conn.close()
+
+
+def measure(*args) -> list[float]:
+    return [float(x) for x in run_script(AUDIT, *args).split()]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", default="10000")
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--embeddings", action="store_true")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    out = []
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        off = tmp / "nodetect.toml"
+        off.write_text("[detector]\nenabled = false\n")
+        emb = embeddings_config(tmp) if args.embeddings else None
+        if args.embeddings and emb is None:
+            raise SystemExit("--embeddings: install the embeddings extra first")
+        modes = ("on", "off", "emb") if emb else ("on", "off")
+        for n in [int(x) for x in args.sizes.split(",")]:
+            for kind, rows in (("keyed", agent_rows(n, users=1)), ("text", text_rows(n))):
+                store = tmp / f"{kind}-{n}.db"
+                build(store, rows)
+                figures = {}
+                for mode in modes:
+                    runs = []
+                    for r in range(args.repeat):
+                        overlay = tmp / f"o-{kind}-{n}-{mode}-{r}.db"
+                        extra = [str(off)] if mode == "off" else [str(emb)] if mode == "emb" else []
+                        runs.append(measure(store, overlay, AS_OF, *extra))
+                    figures[mode] = runs
+                on, offr = figures["on"], figures["off"]
+                row = {"store": kind, "facts": int(on[-1][2]),
+                       "seconds_on": round(statistics.median(x[0] for x in on), 3),
+                       "seconds_off": round(statistics.median(x[0] for x in offr), 3),
+                       "stored_per_fact": round(on[-1][3] / max(1, on[-1][2]), 3),
+                       "comparisons_per_fact": round(on[-1][4] / max(1, on[-1][2]), 2),
+                       "peak_mb_on": round(max(x[1] for x in on) / 1024, 1),
+                       "peak_mb_off": round(max(x[1] for x in offr) / 1024, 1)}
+                row["ratio"] = round(row["seconds_on"] / row["seconds_off"], 2)
+                if emb:
+                    e = figures["emb"]
+                    row["seconds_embeddings"] = round(statistics.median(x[0] for x in e), 3)
+                    row["embeddings_seconds_per_1000"] = round(
+                        (row["seconds_embeddings"] - row["seconds_on"]) * 1000 / max(1, row["facts"]), 3)
+                    row["stored_per_fact_embeddings"] = round(e[-1][3] / max(1, e[-1][2]), 3)
+                    row["peak_mb_embeddings"] = round(max(x[1] for x in e) / 1024, 1)
+                out.append(row)
+                if not args.json:
+                    print(f"{kind:6} {row['facts']:>7} facts: on {row['seconds_on']:.2f} s, off "
+                          f"{row['seconds_off']:.2f} s, ratio {row['ratio']:.2f}x; "
+                          f"{row['stored_per_fact']:.3f} stored contradictions and "
+                          f"{row['comparisons_per_fact']:.2f} comparisons per fact; "
+                          f"peak RSS {row['peak_mb_on']:.0f} MB on, {row['peak_mb_off']:.0f} MB off")
+                    if emb:
+                        print(f"{'':6} with embeddings {row['seconds_embeddings']:.2f} s: "
+                              f"+{row['embeddings_seconds_per_1000']:.2f} s per 1,000 facts over the rules, "
+                              f"{row['stored_per_fact_embeddings']:.3f} stored per fact, "
+                              f"peak RSS {row['peak_mb_embeddings']:.0f} MB")
+    if args.json:
+        print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()
