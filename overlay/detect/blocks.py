@@ -177,6 +177,8 @@ def walk_block(detector: Detector, block: list, changed_ids: set[int]):
     hidden: dict[int, list[int]] = {}     # a fact -> the older facts it restated, standing for them
 
     def drop(i: int, terms: frozenset, keep_alive: bool = False) -> None:
+        if not keep_alive:          # an outdated fact is outdated on its topics too (learned layer)
+            terms = terms | {t for t in index.terms[i] if t[0] == "topic"}
         for t in terms & index.terms[i]:
             h = holders.get(t)
             if h is not None:
