@@ -267,6 +267,8 @@ class _Walk:
         return r[self.views[i].ref].entity == r[self.views[j].ref].entity
 
     def _drop(self, i: int, terms: frozenset, keep_alive: bool = False) -> None:
+        if not keep_alive:          # an outdated fact is outdated on its topics too (learned layer)
+            terms = terms | {t for t in self.index.terms[i] if t[0] == "topic"}
         for t in terms & self.index.terms[i]:
             h = self.holders.get(t)
             if h is not None:
