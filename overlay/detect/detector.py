@@ -189,7 +189,7 @@ class Detector:
         """Candidate-index terms of the learned layer: the fact's likeliest topics."""
         if self.learned is None:
             return set()
-        return {("topic", t) for t in self.learned.topics_of(fact.text or "", self._own_key(fact))}
+        return {("topic", t) for t in self.learned.topics_of(self._capped(fact.text), self._own_key(fact))}
 
     def confirms(self, newer: FactView, older: FactView) -> bool:
         """True when ``newer`` restates ``older`` (same slot value, or same key and value)."""
@@ -207,6 +207,10 @@ class Detector:
     # Characters of a text the slots read ([limits] max_text_chars; make_detector sets it):
     # a megabyte-long memory is read by its beginning, in bounded time.
     max_text_chars = DEFAULT_MAX_TEXT_CHARS
+
+    def _capped(self, text: str | None) -> str:
+        """`text` as the learned layer and the slots read it: its first max_text_chars."""
+        return (text or "")[:self.max_text_chars]
 
     def read(self, fact: FactView) -> Reading:
         """Slots, cues and anchors of one fact (cached by text, subject and key).
@@ -489,16 +493,16 @@ class Detector:
             sims = self.embedder.similarities(new.text, [o.text for o in olders])
             return [(float(s), None, None) for s in sims]
         vecs = embed([new.text] + [o.text for o in olders])
-        en = self.learned.emb_probs(new.text, vecs[0])
+        en = self.learned.emb_probs(self._capped(new.text), vecs[0])
         out = []
         for i, o in enumerate(olders, 1):
-            out.append((float(vecs[i] @ vecs[0]), en, self.learned.emb_probs(o.text, vecs[i])))
+            out.append((float(vecs[i] @ vecs[0]), en, self.learned.emb_probs(self._capped(o.text), vecs[i])))
         return out
 
     def _features(self, new: FactView, old: FactView, v: _Verdict, sim) -> dict[str, float]:
         best = _best(v.conflicts)
         rule = best.kind if best is not None else ("confirmed" if v.confirmed else "none")
-        return self.learned.features(new.text or "", old.text or "", self._own_key(old), rule,
+        return self.learned.features(self._capped(new.text), self._capped(old.text), self._own_key(old), rule,
                                      best.confidence if best is not None else 0.0,
                                      v.confirmed, None if sim is None else sim[0],
                                      None if sim is None else sim[1:])
@@ -512,7 +516,7 @@ class Detector:
         p = self.learned.score(mode, feats)
         if p < self.learned.threshold(mode):
             return None
-        info = self.learned.info(new.text or "")
+        info = self.learned.info(self._capped(new.text))
         return self._make(old, new, "learned", min(p, 0.85),
                           f'pair model {p:.2f} (slot "{info.top}"): "{_short(new.text)}"',
                           "EXPIRE", self._own_key(old), old.text, None)

@@ -46,7 +46,7 @@ had do does did not no just now very really so too also got get user s t of up o
 then than there here what when who how all any some more most much one""".split())
 TOP_K = 2            # a pair is related when the two likeliest topics of each text meet
 TOPIC_MIN = 0.25     # ... counting only topics at least this likely
-SIM_GATE = 0.45      # ... or, in the embeddings mode, when the texts are at least this similar
+SIM_GATE = 0.3       # ... or, in the embeddings mode, when the texts are at least this similar
 CUES = ("change", "ending", "start", "hedge", "question", "other_person", "past_habit",
         "temporary", "addition", "still", "negation")
 

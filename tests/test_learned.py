@@ -1,0 +1,129 @@
+"""The learned layer (overlay/detect/learned.py): shipped weights, pure-Python scoring, guards."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memwatch_overlay.overlay.detect.blocks import BlockIndex
+from memwatch_overlay.overlay.detect.detector import Detector, FactView
+from memwatch_overlay.overlay.detect.learned import load_learned
+
+ROOT = Path(__file__).resolve().parents[1]
+DAY = 86400.0
+
+
+def fact(ref, text, key=None, days_ago=0.0):
+    return FactView(ref=ref, subject="u1", key=key, text=text, category="general",
+                    learned_at=1_800_000_000.0 - days_ago * DAY)
+
+
+@pytest.fixture(scope="module")
+def detector():
+    return Detector()
+
+
+@pytest.fixture(scope="module")
+def rules():
+    return Detector(learned=False)
+
+
+def test_weights_ship_as_package_data_and_load():
+    m = load_learned()
+    assert m is not None and {"rules", "embeddings"} <= set(m.modes)
+    assert 0 < m.threshold("rules") < 1 and 0 < m.threshold("embeddings") < 1
+    assert "other" in m.topics.classes and len(m.topics.classes) > 30
+    assert '"*.json"' in (ROOT / "pyproject.toml").read_text()
+
+
+def test_rules_mode_scores_without_numpy_or_sklearn():
+    code = ("import sys\n"
+            "from memwatch_overlay.overlay.detect.detector import Detector, FactView\n"
+            "d = Detector()\n"
+            "o = FactView('o', 'u', 'city', 'Lives in Leeds', 'location', 0.0)\n"
+            "n = FactView('n', 'u', None, 'settling into Bristol, the new flat has no signal', 'location', 1e6)\n"
+            "print(len(d.compare(n, [o])), d.learned is not None)\n"
+            "print(sorted(m for m in ('numpy', 'sklearn', 'scipy', 'torch') if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=ROOT).stdout.split("\n")
+    assert out[0] == "1 True" and out[1] == "[]"
+
+
+@pytest.mark.parametrize("text,slot", [
+    ("just got my Canva badge and a desk by the window", "employer"),
+    ("the rent in our Lyon flat is so much lower", "city"),
+    ("adopted a kitten called Biscuit", "pets"),
+    ("submitted my dissertation, graduation in June", "study"),
+])
+def test_topic_model_reads_the_slot_of_unseen_phrasings(text, slot):
+    assert slot in load_learned().info(text).tops
+
+
+def test_learned_layer_finds_an_implicit_move_the_rules_miss(detector, rules):
+    old = fact("old", "Lives in Leeds", key="city", days_ago=200)
+    new = fact("new", "settling into Bristol, the new flat has no signal")
+    assert rules.compare(new, [old]) == []
+    [c] = detector.compare(new, [old])
+    assert c.kind == "learned" and c.update["action"] == "EXPIRE" and c.update["key"] == "city"
+    assert "pair model" in c.evidence and 0 < c.confidence <= 0.85
+
+
+@pytest.mark.parametrize("new", [
+    "my sister is settling into Bristol, her new flat has no signal",   # another person
+    "might move to Bristol next year, the flats there are cheaper",      # a plan
+    "should I move to Bristol?",                                         # a question
+    "visiting Bristol for the weekend",                                  # a temporary stay
+    "still in Leeds, still loving it",                                   # a restatement
+])
+def test_guards_hold_for_the_learned_layer(detector, new):
+    old = fact("old", "Lives in Leeds", key="city", days_ago=200)
+    assert detector.compare(fact("new", new), [old]) == []
+
+
+def test_a_restatement_the_rules_read_is_never_flagged(detector):
+    old = fact("old", "Lives in Berlin", key="city", days_ago=300)
+    new = fact("new", "still living in Berlin, still loving it")
+    assert detector.compare(new, [old]) == [] and detector.confirmed == ["old"]
+
+
+def test_block_index_offers_topics_so_implicit_pairs_meet():
+    views = {0: fact("a", "Lives in Leeds", days_ago=200),
+             1: fact("b", "Plays chess on Sundays", days_ago=100),
+             2: fact("c", "settling into Bristol, the new flat has no signal")}
+    det = Detector()
+    index = BlockIndex(det, views)
+    assert 0 in index.candidates(2) and 1 not in index.candidates(2)
+    assert ("topic", "city") in det.learned_terms(views[0])
+    assert 0 not in BlockIndex(Detector(learned=False), views).candidates(2)
+
+
+def test_eval_script_prints_breakdowns_and_cost(tmp_path):
+    cases = [
+        {"id": "t1", "category": "location", "subtype": "value_change", "hard_negative": False,
+         "memories": [{"key": "city", "text": "Lives in Leeds", "category": "location", "age_days": 200},
+                      {"key": None, "text": "Plays chess on Sundays", "category": "preference", "age_days": 50}],
+         "new_text": "settling into Bristol, the new flat has no signal",
+         "expected": [{"memory_index": 0, "verdict": "contradicted"},
+                      {"memory_index": 1, "verdict": "unrelated"}], "group": "t:1"},
+        {"id": "t2", "category": "location", "subtype": None, "hard_negative": True,
+         "memories": [{"key": "city", "text": "Lives in Leeds", "category": "location", "age_days": 200}],
+         "new_text": "visiting Bristol for the weekend",
+         "expected": [{"memory_index": 0, "verdict": "unrelated"}], "group": "t:2"},
+    ]
+    path = tmp_path / "cases.jsonl"
+    path.write_text("".join(json.dumps(c) + "\n" for c in cases))
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "eval_contradictions.py"), str(path),
+                          "--out", str(tmp_path / "pred.jsonl")], capture_output=True, text=True,
+                         check=True, cwd=ROOT).stdout
+    assert "P=1.000 R=1.000" in out and "hard-negative false alarms 0/1" in out
+    assert "per memory category:" in out and "location" in out and "value_change" in out
+    assert "s per 1,000 pairs" in out and "learned 1 right / 0 wrong" in out
+    preds = [json.loads(x) for x in (tmp_path / "pred.jsonl").read_text().splitlines()]
+    assert preds[0]["contradicted"] == [0] and preds[1]["contradicted"] == []
+    alone = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "eval_contradictions.py"), str(path),
+                            "--out", str(tmp_path / "p2.jsonl"), "--no-learned"], capture_output=True,
+                           text=True, check=True, cwd=ROOT).stdout
+    assert alone.startswith("rules:") and "R=0.000" in alone
