@@ -276,9 +276,6 @@ class _Walk:
         if not keep_alive:
             self.alive.pop(i, None)
 
-    def _topics(self, i: int) -> frozenset:
-        return frozenset(t for t in self.index.terms[i] if t[0] == "topic")
-
     def _hold(self, f: int) -> None:
         for t in self.index.terms[f]:
             self.holders[t][f] = None
@@ -307,9 +304,7 @@ class _Walk:
             if changed:
                 self.confirms.extend((i, me.learned_at) for i in restated)
             for o in outdated:
-                # outdated on what f wants, and on its learned topics (fuzzy: an outdated fact
-                # no longer holds the current state of any topic)
-                self._drop(o, wants | self._topics(o))
+                self._drop(o, wants)
                 members = self.hidden.pop(o, None)
                 if members:         # the facts o stood for meet f too: outdated, or held again
                     gone = set()
@@ -319,7 +314,7 @@ class _Walk:
                         gone.add(ids[c.older])
                     for i in members:
                         if i in gone:
-                            self._drop(i, wants | self._topics(i))
+                            self._drop(i, wants)
                         else:
                             for t in index.terms[i]:
                                 self.holders[t][i] = None
