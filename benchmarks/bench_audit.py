@@ -256,7 +256,7 @@ def no_detector_config(folder: Path) -> Path:
 
 
 def bench_sqlite(tmp: Path, sizes: list[int], repeat: int, large_repeat: int, out: list[dict],
-                 users: int | None = None) -> None:
+                 users: int | None = None, detect_max: int | None = None) -> None:
     off = no_detector_config(tmp)
     who = "" if users is None else f", {users} user(s)"
     print(f"audit (SQLite store{who})  times: median seconds; ratio = audit / raw scan; RSS = peak MB")
@@ -272,7 +272,10 @@ def bench_sqlite(tmp: Path, sizes: list[int], repeat: int, large_repeat: int, ou
                "floor_s": round(floor, 3)}
         if users is not None:
             row["users"] = users
+        detect = detect_max is None or n <= detect_max
         for name, extra in (("audit_nodetect", [off]), ("audit", [])):
+            if name == "audit" and not detect:
+                continue
             runs = []
             for i in range(reps):                       # a fresh overlay each time: a first audit
                 overlay = tmp / f"overlay_{name}_{tag}_{i}.db"
@@ -281,7 +284,10 @@ def bench_sqlite(tmp: Path, sizes: list[int], repeat: int, large_repeat: int, ou
             row[f"{name}_s"] = round(median_of(runs), 3)
             row[f"{name}_judged_s"] = round(median_of(runs, 3), 3)
             row[f"{name}_rss_mb"] = round(peak_mb(runs))
-        reaudit, rss, _ = median_runs(reps, AUDIT, store, tmp / f"overlay_audit_{tag}_0.db", AS_OF)
+        # the re-audit of the detection-on overlay (of the detection-off one, with detection
+        # off, where --detect-max skipped detection at this size)
+        reaudit, rss, _ = (median_runs(reps, AUDIT, store, tmp / f"overlay_audit_{tag}_0.db", AS_OF) if detect else
+                           median_runs(reps, AUDIT, store, tmp / f"overlay_audit_nodetect_{tag}_0.db", AS_OF, off))
         row["reaudit_s"], row["reaudit_rss_mb"] = round(reaudit, 3), round(rss)
         # as a user runs it: the console script, default table output, detection off
         cli_first, cli_re = [], []
@@ -301,10 +307,11 @@ def bench_sqlite(tmp: Path, sizes: list[int], repeat: int, large_repeat: int, ou
               f"    audit, detection off {row['audit_nodetect_s']:8.3f}s {row['audit_nodetect_s'] / raw:6.1f}x"
               f" (without the JSON report {row['audit_nodetect_judged_s']:7.3f}s"
               f" {row['audit_nodetect_judged_s'] / raw:5.1f}x) {row['audit_nodetect_rss_mb']:4d} MB\n"
-              f"    audit, detection on  {row['audit_s']:8.3f}s {row['audit_s'] / raw:6.1f}x"
-              f" (without the JSON report {row['audit_judged_s']:7.3f}s {row['audit_judged_s'] / raw:5.1f}x)"
-              f" {row['audit_rss_mb']:4d} MB\n"
-              f"    re-audit (unchanged) {reaudit:8.3f}s {reaudit / raw:6.1f}x {rss:4.0f} MB\n"
+              + (f"    audit, detection on  {row['audit_s']:8.3f}s {row['audit_s'] / raw:6.1f}x"
+                 f" (without the JSON report {row['audit_judged_s']:7.3f}s {row['audit_judged_s'] / raw:5.1f}x)"
+                 f" {row['audit_rss_mb']:4d} MB\n" if detect else "    audit, detection on: skipped (--detect-max)\n")
+              + f"    re-audit (unchanged{'' if detect else ', detection off'}) {reaudit:8.3f}s {reaudit / raw:6.1f}x"
+              f" {rss:4.0f} MB\n"
               f"    as a user runs it (console script, table output, detection off): first audit "
               f"{row['cli_nodetect_s']:8.3f}s {row['cli_nodetect_s'] / raw:6.1f}x {row['cli_nodetect_rss_mb']:4d} MB,"
               f" re-audit {row['cli_reaudit_nodetect_s']:8.3f}s {row['cli_reaudit_nodetect_s'] / raw:6.1f}x"
@@ -468,6 +475,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="10000,100000,1000000")
     ap.add_argument("--one-user", type=int, default=10000, help="memories of a one-user store, 0 to skip")
+    ap.add_argument("--detect-max", type=int, default=None,
+                    help="largest size audited with detection on too (default: every size)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--large-repeat", type=int, default=1, help="runs for sizes above 100,000")
     ap.add_argument("--pg-dsn", default=os.environ.get("MEMWATCH_TEST_PG_DSN",
@@ -485,9 +494,10 @@ def main() -> None:
         tmp = Path(tmp_name)
         sizes = [int(s) for s in args.sizes.split(",") if s]
         if sizes:
-            bench_sqlite(tmp, sizes, args.repeat, args.large_repeat, results)
+            bench_sqlite(tmp, sizes, args.repeat, args.large_repeat, results, detect_max=args.detect_max)
         if args.one_user:
-            bench_sqlite(tmp, [args.one_user], args.repeat, args.large_repeat, results, users=1)
+            bench_sqlite(tmp, [args.one_user], args.repeat, args.large_repeat, results, users=1,
+                         detect_max=args.detect_max)
         if not args.no_pg and args.pg_sizes:
             bench_postgres(tmp, args.pg_dsn, [int(s) for s in args.pg_sizes.split(",")], args.repeat,
                            args.large_repeat, results)

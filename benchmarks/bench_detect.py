@@ -13,6 +13,10 @@ every audit in its own subprocess so its peak RSS (ru_maxrss) is its own:
             endings ("handed in my notice at ..."), key-value rows and many notes sharing
             words.
 
+A daemon's steady state follows: one process syncs the store fully, then one new memory
+at a time incrementally (ten times), the detector warm as in a running daemon; printed:
+the median seconds and comparisons of one such sync.
+
 Printed per store and size: seconds on / off and their ratio, stored contradictions per
 fact, comparisons per fact, peak RSS. Targets (issue 14): <= 2 stored contradictions per
 fact, detection on <= 10x off, peak RSS < 300 MB. With --embeddings, a third audit adds
@@ -51,6 +55,35 @@ stored = result.count_contradictions()
 comparisons = sum(st.comparisons for st in result.stats)
 result.close()
 print(s, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, n, stored, comparisons)
+"""
+
+# argv: store overlay as_of ; a full sync, then ten one-row incremental syncs with one detector;
+# prints the median seconds and comparisons of the incremental ones, and ru_maxrss (KB)
+TICKS = """
+import sqlite3, statistics, sys, time, resource
+from memwatch_overlay.overlay.engine.audit import resolve_sources
+from memwatch_overlay.overlay.detect.blocks import make_detector
+from memwatch_overlay.overlay.store.database import OverlayStore
+from memwatch_overlay.overlay.engine.sync import SyncEngine
+from memwatch_overlay.core.timeparse import parse_as_of
+store = OverlayStore(sys.argv[2])
+cfg, sources = resolve_sources(sys.argv[1], None, None, store)
+engine = SyncEngine(store, cfg, detector=make_detector(cfg))
+as_of = parse_as_of(sys.argv[3])
+engine.sync(sources[0], as_of=as_of, full=True)
+times, work = [], []
+for i in range(10):
+    conn = sqlite3.connect(sys.argv[1])
+    user = conn.execute("SELECT user_id FROM agent_facts LIMIT 1").fetchone()[0]    # the store's one user
+    conn.execute("INSERT INTO agent_facts (user_id, fact_key, fact_value, created_at) VALUES "
+                 "(?, NULL, ?, '2026-11-29 12:00:00')", (user, f"I just joined Company{i}."))
+    conn.commit()
+    conn.close()
+    t = time.perf_counter()
+    stats = engine.sync(sources[0], as_of=as_of, full=False)
+    times.append(time.perf_counter() - t)
+    work.append(stats.comparisons)
+print(statistics.median(times), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, statistics.median(work))
 """
 
 COMPANIES = ["Google", "Stripe", "Meta", "Deloitte", "Grab", "Globant", "Shopify", "Spotify", "Airbus",
@@ -147,6 +180,9 @@ def main() -> None:
                         (row["seconds_embeddings"] - row["seconds_on"]) * 1000 / max(1, row["facts"]), 3)
                     row["stored_per_fact_embeddings"] = round(e[-1][3] / max(1, e[-1][2]), 3)
                     row["peak_mb_embeddings"] = round(max(x[1] for x in e) / 1024, 1)
+                tick = [float(x) for x in run_script(TICKS, store, tmp / f"o-{kind}-{n}-ticks.db", AS_OF).split()]
+                row["tick_seconds"], row["tick_comparisons"] = round(tick[0], 4), tick[2]
+                row["tick_peak_mb"] = round(tick[1] / 1024, 1)
                 out.append(row)
                 if not args.json:
                     print(f"{kind:6} {row['facts']:>7} facts: on {row['seconds_on']:.2f} s, off "
@@ -154,6 +190,8 @@ def main() -> None:
                           f"{row['stored_per_fact']:.3f} stored contradictions and "
                           f"{row['comparisons_per_fact']:.2f} comparisons per fact; "
                           f"peak RSS {row['peak_mb_on']:.0f} MB on, {row['peak_mb_off']:.0f} MB off")
+                    print(f"{'':6} one new memory, incremental sync: {row['tick_seconds'] * 1000:.0f} ms, "
+                          f"{row['tick_comparisons']:.0f} comparisons (peak RSS {row['tick_peak_mb']:.0f} MB)")
                     if emb:
                         print(f"{'':6} with embeddings {row['seconds_embeddings']:.2f} s: "
                               f"+{row['embeddings_seconds_per_1000']:.2f} s per 1,000 facts over the rules, "

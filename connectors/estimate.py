@@ -10,7 +10,9 @@ Never part of a read and never an error: anything it cannot tell cheaply is None
 """
 from __future__ import annotations
 
+import dataclasses
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,10 +29,13 @@ class SizeEstimate:
 def estimate(source) -> SizeEstimate:
     """The SizeEstimate of one SourceConfig (SizeEstimate() when nothing is cheap to tell)."""
     try:
-        if source.connector == "sqlite" and source.path and not source.query:
-            return _sqlite(source)
-        if source.connector == "json" and source.path:
-            return _json(Path(source.path))
+        path = source.resolved_path
+        if path is None or not stat.S_ISREG(os.stat(path).st_mode):
+            return SizeEstimate()     # a FIFO or device would block an estimate forever
+        if source.connector == "sqlite" and not source.query:
+            return _sqlite(dataclasses.replace(source, path=str(path)))
+        if source.connector == "json":
+            return _json(path)
     except Exception:               # noqa: BLE001 - an estimate never fails an audit
         pass
     return SizeEstimate()

@@ -20,7 +20,7 @@ from typing import Any, Iterator
 
 from memwatch_overlay.core.errors import ConnectorError
 from memwatch_overlay.core.timeparse import parse_timestamp
-from memwatch_overlay.rules.config import MAPPING_KEYS, SourceConfig
+from memwatch_overlay.rules.config import DEFAULT_MAX_LINE_BYTES, MAPPING_KEYS, SourceConfig
 from memwatch_overlay.connectors.base import Connector, Record, TableInfo, require_readable_file
 from memwatch_overlay.connectors.paths import (
     RecordPath,
@@ -173,11 +173,11 @@ def describe_file(path: Path) -> list[TableInfo]:
         values = []
         first_error = None
         with open(path, "rb") as fh:
-            for n, raw in enumerate(fh, start=1):
+            for n, (raw, _size) in enumerate(read_lines(fh, DEFAULT_MAX_LINE_BYTES), start=1):
                 if n > DESCRIBE_LINES:
                     break
-                if not raw.strip():
-                    continue
+                if raw is None or not raw.strip():
+                    continue          # blank, or too long to sample
                 try:
                     values.append(loads_hostile(raw))
                 except ValueError as exc:

@@ -72,7 +72,7 @@ MIN_DAYS, MAX_DAYS = 1e-3, 100_000.0        # a half-life or TTL: 86 s .. ~270 y
 MAX_SECONDS = 366 * 86400.0                 # a daemon period or a poll: at most a year
 DEFAULT_TIMEOUT_SECONDS = 120.0             # one read statement (see SourceConfig.timeout_seconds)
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024   # one JSONL line
-DEFAULT_MAX_TEXT_CHARS = 100_000            # [limits] max_text_chars: what categorisation and slots read
+DEFAULT_MAX_TEXT_CHARS = 10_000             # [limits] max_text_chars: what categorisation and slots read
 LIMITS_KEYS = {"max_text_chars": int}
 
 

@@ -80,7 +80,11 @@ def test_a_fresh_install_on_the_declared_minimum_python(tmp_path):
     (site / "zz_deps.pth").write_text("\n".join(ours) + "\n")
     py = venv / "bin" / "python"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    proc = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+    # the build backend of this environment when it is new enough for pyproject's
+    # [build-system] (an SPDX licence string needs setuptools >= 77), else pip's isolated build
+    import setuptools
+    isolation = [] if int(setuptools.__version__.split(".")[0]) < 77 else ["--no-build-isolation"]
+    proc = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", *isolation,
                            "--prefix", str(venv), str(ROOT)], capture_output=True, text=True, env=env,
                           timeout=600, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]

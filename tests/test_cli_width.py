@@ -65,3 +65,13 @@ def test_connectors_print_install_hints_whole_on_their_own_lines():
     text = out.getvalue()
     assert f"[1] postgres: {hint}" in text.splitlines()         # one line, even past 80 columns
     assert "missing [1]" in text and "langgraph-postgres" in text and "…" not in text
+
+
+def test_check_at_80_columns_shows_the_memory_text_and_keeps_action_and_key_whole(overlay):
+    proc = run("check", "I just moved to Surabaya for my new job at Anthropic", "--subject", "u_priya",
+               "--overlay", "o.db", "--as-of", AS_OF, cwd=overlay, COLUMNS="80")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert max(len(line) for line in out.splitlines()) <= 80
+    row = next(line for line in out.splitlines() if "UPDATE" in line)
+    assert "│ UPDATE │ Priya just" in row and "│ employer │" in row     # the text, not a folded ref

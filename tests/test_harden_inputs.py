@@ -204,3 +204,36 @@ def test_overlay_on_a_full_disk_is_one_line_exit_2(tmp_path, tiny_disk):
     for _ in range(2):       # the second run meets the half-written overlay the first left
         proc = run("audit", "big.db", "--overlay", tiny_disk / "o.db", "--format", "json", cwd=tmp_path)
         assert_clean_error(proc, "disk holding the overlay is full")
+
+
+def test_report_trend_to_an_unwritable_path_is_exit_2_not_the_gate_code(tmp_path):
+    make_store(tmp_path / "bot.db", n=3)
+    config(tmp_path, sqlite_source())
+    assert run("audit", "--config", "memwatch.toml", "--as-of", AS_OF, cwd=tmp_path).returncode in (0, 1)
+    (tmp_path / "afile").write_text("")
+    proc = run("report", "--trend", "--config", "memwatch.toml", "--output", "afile/x.json", cwd=tmp_path)
+    assert_clean_error(proc, "afile/x.json")
+
+
+def test_every_detector_layer_reads_at_most_max_text_chars():
+    """The slots and the learned layer see a 1 MB text by its first max_text_chars
+    (the learned layer's n-grams over whole texts took 6 s per megabyte)."""
+    from memwatch_overlay.overlay.detect.blocks import make_detector
+    from memwatch_overlay.overlay.detect.detector import FactView
+    from memwatch_overlay.rules.config import parse_config
+
+    detector = make_detector(parse_config({"limits": {"max_text_chars": 500}}))
+    seen: list[int] = []
+    learned = detector.learned
+    if learned is not None:
+        for name in ("info", "topics_of"):
+            original = getattr(learned, name)
+            setattr(learned, name, lambda text, *a, _o=original, **k: (seen.append(len(text)), _o(text, *a, **k))[1])
+    big = "she works at Google and lives in Paris. " * 25_000
+    old = FactView("s:t:1", "u1", None, big, "employment", 1.0)
+    new = FactView("s:t:2", "u1", None, "she works at Apple now. " + big, "employment", 2.0)
+    reading = detector.read(new)
+    assert max((len(s.evidence or "") for s in reading.slots), default=0) <= 500
+    detector.index_terms(new)
+    detector.compare(new, [old])
+    assert seen and all(n <= 500 for n in seen), seen

@@ -194,8 +194,14 @@ class LangGraphSqliteStore(SqliteConnector):
             if value == new_mark and rid is not None and len(new_at) < TTL_AT_MARK:
                 new_at.append(rid)
             rec = self.row_to_record(row, pks, mapping)
-            if rec is not None and tuple(rec.pk.values()) not in seen:
-                yield rec
+            if rec is None:
+                continue
+            if tuple(rec.pk.values()) in seen:
+                # already read by the updated_at pass (its same-second recheck sees the new
+                # expires_at as changed content): one row read once, in rows_read too
+                self.rows_read -= 1
+                continue
+            yield rec
         return new_mark, new_at
 
     def row_to_record(self, row, pks, mapping) -> Record | None:

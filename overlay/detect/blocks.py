@@ -22,7 +22,10 @@ A block with a changed fact is walked again as a whole, so an incremental sync f
 exactly what a full audit finds (a fact inserted between two others, an edited or deleted
 fact that outdated something); the block's stored edges are then brought to the walk's
 result (new ones inserted, ones the walk no longer gives deleted; edges the source itself
-recorded, such as mem0's UPDATE, are left alone).
+recorded, such as mem0's UPDATE, are left alone). The walk never looks ahead, so when a
+block only gained facts newer than all it had, the walk the detector kept of it (a
+daemon's largest recent blocks) goes on from where it stopped: one new memory of a user
+with 10,000 is one step.
 """
 from __future__ import annotations
 
@@ -57,6 +60,10 @@ EMBED_BATCH = 256
 # Holders of a single-valued slot are outdated as they go, so this bounds only terms many
 # facts share without outdating each other (a word mentioned in thousands of memories).
 MAX_HOLDERS = 128
+# A learned topic (Detector.learned_terms: "the fact is about work") is shared by many facts
+# that do not outdate each other; a newer fact meets the newest few holding it, where the
+# current state of that topic is.
+MAX_TOPIC_HOLDERS = 8
 # With the semantic layer, a newer fact also meets this many of the block's newest facts
 # not yet outdated, whatever words they share.
 MAX_SEMANTIC = 32
@@ -88,15 +95,51 @@ def detect_changed(store: OverlayStore, detector: Detector, source_id: int, sync
     if vectors is not None:
         gathered = _embedded_in_batches(gathered, vectors, detector.embedder)
     stored = store.has_contradictions()
+    kept = _kept_walks(detector)
     for block, changed_ids in gathered:
-        edges, confirms = walk_block(detector, block, changed_ids)
-        saver.replace_block(block, edges, stored)
-        for older, at in confirms:
+        if len(block) < 2:          # a fact alone in its block has nothing to contradict
+            saver.replace_block(block, {}, stored)
+            continue
+        key = (tuple(space), block[0]["subject"])
+        walk = kept.pop(key, None)
+        if walk is not None and not also and walk.resumes(block, changed_ids):
+            before_edges = set(walk.edges)
+            walk.confirms = []
+            walk.extend(block, changed_ids)     # only the new facts are walked
+            saver.add_edges({e: c for e, c in walk.edges.items() if e not in before_edges})
+        else:
+            walk = _Walk(detector)
+            walk.extend(block, changed_ids)
+            saver.replace_block(block, walk.edges, stored)
+        for older, at in walk.confirms:
             saver.confirm(older, at)
+        if len(block) >= KEEP_WALK_MIN:
+            kept[key] = walk
+            while len(kept) > KEEP_WALKS:
+                kept.pop(next(iter(kept)))
     saver.flush()
     if stats is not None:
         stats.comparisons += detector.comparisons - before
     return saver.found
+
+
+# A daemon keeps the walks of its largest recently changed blocks (those of at least
+# KEEP_WALK_MIN facts, at most KEEP_WALKS of them): one new memory of a user with 10,000 is
+# then one step, not a walk of the 10,000.
+KEEP_WALKS = 8
+KEEP_WALK_MIN = 200
+
+
+def _kept_walks(detector: Detector) -> dict:
+    """The walks kept with this detector (a daemon's one detector lives as long as it does)."""
+    kept = getattr(detector, "_kept_walks", None)
+    if kept is None:
+        kept = {}
+        try:
+            detector._kept_walks = kept          # type: ignore[attr-defined]
+        except AttributeError:
+            pass
+    return kept
 
 
 def _embedded_in_batches(blocks, vectors, embedder):
@@ -150,91 +193,148 @@ def _scanned_blocks(store: OverlayStore, space: list[int], subjects: set, source
 def walk_block(detector: Detector, block: list, changed_ids: set[int]):
     """The supersession edges of one block, {(older id, newer id): Contradiction}, and the
     (older id, when) pairs a changed fact restated; see the module docstring."""
-    edges: dict[tuple[int, int], Contradiction] = {}
-    confirms: list[tuple[int, float]] = []
-    if len(block) < 2:
-        return edges, confirms
-    views = {r["id"]: fact_view(r) for r in block}
-    ids = {v.ref: i for i, v in views.items()}
-    table = {r["id"]: r["tbl"] for r in block}
-    index = BlockIndex(detector, views)
-    # Recency: learned_at, ties broken by row id (a store without timestamps lists its
-    # records oldest first) but only within one table: two tables with no timestamps
-    # (an MCP graph's observations and relations) say nothing about which came first.
-    order = sorted(views, key=lambda i: (views[i].learned_at, i))
-    holders: dict[tuple, dict[int, None]] = defaultdict(dict)
-    alive: dict[int, None] = {}            # not outdated yet, oldest first (semantic layer)
-    semantic = index.everything
+    walk = _Walk(detector)
+    walk.extend(block, changed_ids)
+    return walk.edges, walk.confirms
 
-    # A store whose subject cannot be read (no user column) mixes people: there, two facts
-    # are compared only when they name the same person, or neither names anyone.
-    unknown = views[order[0]].subject is None
-    entity = {i: index.readings[v.ref].entity for i, v in views.items()} if unknown else {}
 
-    def same_person(i: int, j: int) -> bool:
-        return not unknown or entity[i] == entity[j]
+class _Walk:
+    """One block's walk, oldest first, and the state it leaves (the holders of each index
+    term): a daemon keeps it, so a block that only gained facts newer than all it had is
+    walked on from there (the walk never looks ahead: earlier steps stay what they were)."""
 
-    hidden: dict[int, list[int]] = {}     # a fact -> the older facts it restated, standing for them
+    def __init__(self, detector: Detector):
+        self.detector = detector
+        self.views: dict[int, FactView] = {}
+        self.ids: dict[str, int] = {}
+        self.table: dict[int, str] = {}
+        self.hashes: dict[int, str | None] = {}      # what each walked fact said (content_hash)
+        self.index = BlockIndex(detector, {})
+        self.holders: dict[tuple, dict[int, None]] = defaultdict(dict)
+        self.alive: dict[int, None] = {}             # not outdated yet, oldest first (semantic layer)
+        self.hidden: dict[int, list[int]] = {}       # a fact -> the older facts it restated, standing for them
+        self.last: tuple | None = None               # (learned_at, id) of the last fact walked
+        self.unknown: bool | None = None             # the block's subject cannot be read
+        self.edges: dict[tuple[int, int], Contradiction] = {}
+        self.confirms: list[tuple[int, float]] = []
 
-    def drop(i: int, terms: frozenset, keep_alive: bool = False) -> None:
+    def resumes(self, block: list, changed_ids: set[int]) -> bool:
+        """True when ``block`` is what this walk saw plus facts newer than all of it."""
+        if self.last is None:
+            return False
+        seen = 0
+        for r in block:
+            i = r["id"]
+            if i in self.views:
+                if i in changed_ids or self.hashes[i] != _content(r):
+                    return False
+                seen += 1
+            elif i not in changed_ids or (learned_at(r), i) <= self.last:
+                return False
+        return seen == len(self.views)
+
+    def extend(self, rows: list, changed_ids: set[int]) -> None:
+        """Walk these facts (all newer than any walked before) on from the current state."""
+        new = [r for r in rows if r["id"] not in self.views]
+        for r in new:
+            v = fact_view(r)
+            self.views[r["id"]], self.ids[v.ref] = v, r["id"]
+            self.table[r["id"]] = r["tbl"]
+            self.hashes[r["id"]] = _content(r)
+        self.index.add({r["id"]: self.views[r["id"]] for r in new})
+        if self.unknown is None and new:
+            # A store whose subject cannot be read (no user column) mixes people: there, two
+            # facts are compared only when they name the same person, or neither names anyone.
+            self.unknown = self.views[new[0]["id"]].subject is None
+        # Recency: learned_at, ties broken by row id (a store without timestamps lists its
+        # records oldest first) but only within one table: two tables with no timestamps
+        # (an MCP graph's observations and relations) say nothing about which came first.
+        for f in sorted((r["id"] for r in new), key=lambda i: (self.views[i].learned_at, i)):
+            self._step(f, f in changed_ids)
+            self.last = (self.views[f].learned_at, f)
+
+    # ------------------------------------------------------------ one step
+    def _older(self, i: int, j: int) -> bool:
+        vi, vj = self.views[i], self.views[j]
+        if vi.learned_at == vj.learned_at and self.table[i] != self.table[j]:
+            return False
+        return (vi.learned_at, i) < (vj.learned_at, j)
+
+    def _same_person(self, i: int, j: int) -> bool:
+        if not self.unknown:
+            return True
+        r = self.index.readings
+        return r[self.views[i].ref].entity == r[self.views[j].ref].entity
+
+    def _drop(self, i: int, terms: frozenset, keep_alive: bool = False) -> None:
         if not keep_alive:          # an outdated fact is outdated on its topics too (learned layer)
-            terms = terms | {t for t in index.terms[i] if t[0] == "topic"}
-        for t in terms & index.terms[i]:
-            h = holders.get(t)
+            terms = terms | {t for t in self.index.terms[i] if t[0] == "topic"}
+        for t in terms & self.index.terms[i]:
+            h = self.holders.get(t)
             if h is not None:
                 h.pop(i, None)
         if not keep_alive:
-            alive.pop(i, None)
+            self.alive.pop(i, None)
 
-    def older(i: int, j: int) -> bool:
-        if views[i].learned_at == views[j].learned_at and table[i] != table[j]:
-            return False
-        return (views[i].learned_at, i) < (views[j].learned_at, j)
+    def _topics(self, i: int) -> frozenset:
+        return frozenset(t for t in self.index.terms[i] if t[0] == "topic")
 
-    for f in order:
+    def _hold(self, f: int) -> None:
+        for t in self.index.terms[f]:
+            self.holders[t][f] = None
+        self.alive[f] = None
+
+    def _step(self, f: int, changed: bool) -> None:
+        detector, index, views, ids = self.detector, self.index, self.views, self.ids
         wants = index.wants[f]
         cands: set[int] = set()
         for t in wants:
-            h = holders.get(t)
+            h = self.holders.get(t)
             if h:
-                cands.update(islice(reversed(h), MAX_HOLDERS))
-        if semantic:
-            cands.update(islice(reversed(alive), MAX_SEMANTIC))
-        olders = sorted((i for i in cands if older(i, f) and same_person(i, f)),
+                cands.update(islice(reversed(h), MAX_TOPIC_HOLDERS if t[0] == "topic" else MAX_HOLDERS))
+        if index.everything:
+            cands.update(islice(reversed(self.alive), MAX_SEMANTIC))
+        olders = sorted((i for i in cands if self._older(i, f) and self._same_person(i, f)),
                         key=lambda i: (views[i].learned_at, i), reverse=True)
         if olders:
             me = views[f]
             outdated = []
             for c in detector.compare(me, [views[i] for i in olders], index.readings):
                 o = ids[c.older]
-                edges[(o, f)] = c
+                self.edges[(o, f)] = c
                 outdated.append(o)
             restated = [ids[ref] for ref in detector.confirmed]
-            if f in changed_ids:
-                confirms.extend((i, me.learned_at) for i in restated)
+            if changed:
+                self.confirms.extend((i, me.learned_at) for i in restated)
             for o in outdated:
-                drop(o, wants)
-                members = hidden.pop(o, None)
+                # outdated on what f wants, and on its learned topics (fuzzy: an outdated fact
+                # no longer holds the current state of any topic)
+                self._drop(o, wants | self._topics(o))
+                members = self.hidden.pop(o, None)
                 if members:         # the facts o stood for meet f too: outdated, or held again
                     gone = set()
-                    for c in detector.compare(me, [views[i] for i in members if older(i, f)
-                                                   and same_person(i, f)], index.readings):
-                        edges[(ids[c.older], f)] = c
+                    for c in detector.compare(me, [views[i] for i in members if self._older(i, f)
+                                                   and self._same_person(i, f)], index.readings):
+                        self.edges[(ids[c.older], f)] = c
                         gone.add(ids[c.older])
                     for i in members:
                         if i in gone:
-                            drop(i, wants)
+                            self._drop(i, wants | self._topics(i))
                         else:
                             for t in index.terms[i]:
-                                holders[t][i] = None
+                                self.holders[t][i] = None
             for h in restated:      # f stands for what it restates: later facts meet f alone
-                drop(h, wants & index.terms[f], keep_alive=True)
-                hidden.setdefault(f, []).append(h)
-                hidden[f].extend(hidden.pop(h, ()))
-        for t in index.terms[f]:
-            holders[t][f] = None
-        alive[f] = None
-    return edges, confirms
+                self._drop(h, wants & index.terms[f], keep_alive=True)
+                self.hidden.setdefault(f, []).append(h)
+                self.hidden[f].extend(self.hidden.pop(h, ()))
+        self._hold(f)
+
+
+def _content(row) -> str | None:
+    try:
+        return row["content_hash"]
+    except (IndexError, KeyError):
+        return None
 
 
 class BlockIndex:
@@ -248,22 +348,47 @@ class BlockIndex:
     def __init__(self, detector: Detector, views: dict[int, FactView]):
         self.detector = detector
         self.everything = getattr(detector, "embedder", None) is not None
-        self.all_ids = list(views)
-        self.by_term: dict[tuple, set[int]] = defaultdict(set)
-        self.by_want: dict[tuple, set[int]] = defaultdict(set)
+        self.all_ids: list[int] = []
         self.terms: dict[int, frozenset[tuple]] = {}     # what a fact offers as an older fact
         self.wants: dict[int, frozenset[tuple]] = {}     # what a fact looks for as a newer fact
-        self.readings = {}
+        self.readings: dict = {}
+        self._by_term: dict[tuple, set[int]] | None = None
+        self._by_want: dict[tuple, set[int]] | None = None
+        self.add(views)
+
+    def add(self, views: dict[int, FactView]) -> None:
+        """Index more facts of the block."""
+        detector = self.detector
+        split = getattr(detector, "offers_and_wants", None)
         for i, v in views.items():
+            self.all_ids.append(i)
             self.readings[v.ref] = detector.read(v)       # read once per block
-            offers, wants = set(), set()
-            for role, *term in detector.index_terms(v):
-                (offers if role == "offer" else wants).add(tuple(term))
-            self.terms[i], self.wants[i] = frozenset(offers), frozenset(wants)
-            for t in offers:
-                self.by_term[t].add(i)
-            for t in wants:
-                self.by_want[t].add(i)
+            if split is not None:
+                self.terms[i], self.wants[i] = split(v)
+            else:                                        # a detector with index_terms only
+                offers, wants = set(), set()
+                for role, *term in detector.index_terms(v):
+                    (offers if role == "offer" else wants).add(tuple(term))
+                self.terms[i], self.wants[i] = frozenset(offers), frozenset(wants)
+        self._by_term = self._by_want = None
+
+    @property
+    def by_term(self) -> dict[tuple, set[int]]:
+        if self._by_term is None:
+            self._by_term = defaultdict(set)
+            for i, ts in self.terms.items():
+                for t in ts:
+                    self._by_term[t].add(i)
+        return self._by_term
+
+    @property
+    def by_want(self) -> dict[tuple, set[int]]:
+        if self._by_want is None:
+            self._by_want = defaultdict(set)
+            for i, ts in self.wants.items():
+                for t in ts:
+                    self._by_want[t].add(i)
+        return self._by_want
 
     def candidates(self, fact_id: int) -> list[int]:
         """Facts ``fact_id`` may outdate (as the newer fact)."""
@@ -306,6 +431,13 @@ class _Saver:
                 self.store.delete_edges(stale)
                 self.affected.update(o for o, _ in stale)
             edges = {e: c for e, c in edges.items() if e not in have}
+        for (o, n), c in edges.items():
+            self.pending.append((o, n, c.kind, c.confidence, c.evidence, c.update))
+        if len(self.pending) >= SAVE_BATCH:
+            self.flush()
+
+    def add_edges(self, edges: dict) -> None:
+        """Edges of facts new to a block whose older facts are unchanged: only inserted."""
         for (o, n), c in edges.items():
             self.pending.append((o, n, c.kind, c.confidence, c.evidence, c.update))
         if len(self.pending) >= SAVE_BATCH:

@@ -55,7 +55,7 @@ _VALUE_TEXT = re.compile(r"[\w][\w .,&'@+/-]*")    # what a key-value memory's v
 # Slot modes whose older reading may be outdated whatever its kind; in the others only an
 # assertion can be (an ending, "handed in my notice", holds no value a newer fact replaces).
 _ANY_KIND_OUTDATED = ("polar", "number")
-DEFAULT_CACHE_SIZE = 4096
+DEFAULT_CACHE_SIZE = 16384      # readings kept: a daemon walks a changed subject's block again
 KEY_VALUE_CONFIDENCE = 0.9
 _DAY = 86400.0
 
@@ -118,7 +118,8 @@ class Detector:
         self.min_confidence = min_confidence
         self.comparisons = 0
         self.confirmed: list[str] = []   # refs the last compare() found restated by the newer fact
-        self._cache: OrderedDict[tuple[str, str], Reading] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, str, str], Reading] = OrderedDict()
+        self._terms: OrderedDict[tuple[str, str, str], tuple[frozenset, frozenset]] = OrderedDict()
         self._cache_size = cache_size
 
     # ------------------------------------------------------------ public API
@@ -188,7 +189,7 @@ class Detector:
         """Candidate-index terms of the learned layer: the fact's likeliest topics."""
         if self.learned is None:
             return set()
-        return {("topic", t) for t in self.learned.topics_of(fact.text or "", self._own_key(fact))}
+        return {("topic", t) for t in self.learned.topics_of(self._capped(fact.text), self._own_key(fact))}
 
     def confirms(self, newer: FactView, older: FactView) -> bool:
         """True when ``newer`` restates ``older`` (same slot value, or same key and value)."""
@@ -206,6 +207,10 @@ class Detector:
     # Characters of a text the slots read ([limits] max_text_chars; make_detector sets it):
     # a megabyte-long memory is read by its beginning, in bounded time.
     max_text_chars = DEFAULT_MAX_TEXT_CHARS
+
+    def _capped(self, text: str | None) -> str:
+        """`text` as the learned layer and the slots read it: its first max_text_chars."""
+        return (text or "")[:self.max_text_chars]
 
     def read(self, fact: FactView) -> Reading:
         """Slots, cues and anchors of one fact (cached by text, subject and key).
@@ -262,10 +267,30 @@ class Detector:
         ``read``): a fact about Alice does not meet every other fact naming Alice.
         """
         if isinstance(fact, FactView):
-            r, key = self.read(fact), self._own_key(fact)
-            names = subject_words(fact.subject)
+            offers, wants = self.offers_and_wants(fact)
+            return {("offer", *t) for t in offers} | {("want", *t) for t in wants}
+        return self._index_terms(fact, None, frozenset())
+
+    def offers_and_wants(self, fact: FactView) -> tuple[frozenset[tuple], frozenset[tuple]]:
+        """``index_terms`` of a fact split by role, without the role (cached like ``read``)."""
+        ck = (fact.text or "", fact.subject or "", fact.key or "")
+        got = self._terms.get(ck)
+        if got is None:
+            offers, wants = set(), set()
+            for role, *term in self._index_terms(self.read(fact), self._own_key(fact),
+                                                 subject_words(fact.subject)):
+                (offers if role == "offer" else wants).add(tuple(term))
+            for t in self.learned_terms(fact):      # the learned layer relates facts by topic
+                offers.add(tuple(t))
+                wants.add(tuple(t))
+            got = self._terms[ck] = (frozenset(offers), frozenset(wants))
+            if len(self._terms) > self._cache_size:
+                self._terms.popitem(last=False)
         else:
-            r, key, names = fact, None, frozenset()
+            self._terms.move_to_end(ck)
+        return got
+
+    def _index_terms(self, r: Reading, key: str | None, names: frozenset[str]) -> set[tuple]:
         out: set[tuple] = set()
         for s in r.slots:
             if s.mode == "multi":
@@ -293,9 +318,6 @@ class Detector:
         if key and (sd is None or sd.mode in ("single", "number", "progress")):
             k = key.strip().lower()         # the key rule (_key_value) holds one value per key
             out |= {("offer", "key", k), ("want", "key", k)}
-        if isinstance(fact, FactView):
-            for t in self.learned_terms(fact):      # the learned layer relates facts by topic
-                out |= {("offer", *t), ("want", *t)}
         return out
 
     # ------------------------------------------------------------ one pair
@@ -471,16 +493,16 @@ class Detector:
             sims = self.embedder.similarities(new.text, [o.text for o in olders])
             return [(float(s), None, None) for s in sims]
         vecs = embed([new.text] + [o.text for o in olders])
-        en = self.learned.emb_probs(new.text, vecs[0])
+        en = self.learned.emb_probs(self._capped(new.text), vecs[0])
         out = []
         for i, o in enumerate(olders, 1):
-            out.append((float(vecs[i] @ vecs[0]), en, self.learned.emb_probs(o.text, vecs[i])))
+            out.append((float(vecs[i] @ vecs[0]), en, self.learned.emb_probs(self._capped(o.text), vecs[i])))
         return out
 
     def _features(self, new: FactView, old: FactView, v: _Verdict, sim) -> dict[str, float]:
         best = _best(v.conflicts)
         rule = best.kind if best is not None else ("confirmed" if v.confirmed else "none")
-        return self.learned.features(new.text or "", old.text or "", self._own_key(old), rule,
+        return self.learned.features(self._capped(new.text), self._capped(old.text), self._own_key(old), rule,
                                      best.confidence if best is not None else 0.0,
                                      v.confirmed, None if sim is None else sim[0],
                                      None if sim is None else sim[1:])
@@ -494,7 +516,7 @@ class Detector:
         p = self.learned.score(mode, feats)
         if p < self.learned.threshold(mode):
             return None
-        info = self.learned.info(new.text or "")
+        info = self.learned.info(self._capped(new.text))
         return self._make(old, new, "learned", min(p, 0.85),
                           f'pair model {p:.2f} (slot "{info.top}"): "{_short(new.text)}"',
                           "EXPIRE", self._own_key(old), old.text, None)

@@ -235,7 +235,11 @@ class SyncEngine:
                 # A connector may answer an incremental read with everything (a rewritten
                 # JSON file): then it is a full read after all.
                 read_all = full or getattr(connector, "read_all", False)
+                gone: list[int] = []
                 if read_all:
+                    if self.detector is not None or self.detector_factory is not None:
+                        # their subjects' blocks are walked again
+                        gone = store.unseen_live_ids(source_id, sync_no, noted=compare)
                     stats.deleted = store.mark_unseen_deleted(
                         source_id, sync_no, before["last_full_sync"] if before is not None else None,
                         noted=compare)
@@ -244,7 +248,7 @@ class SyncEngine:
                 self._rescore_pending(source_id, as_of)
                 stats.changed = self._count_changed(source_id, sync_no)
                 stats.contradictions = self._contradictions(source_id, sync_no, replaced, now, stats,
-                                                            None if read_all else touched,
+                                                            None if read_all else touched, gone,
                                                             space=self.subject_space(source, source_id))
                 stats.rows_read = connector.rows_read - rows_before
                 store.finish_sync(source_id, sync_no, connector.cursor, stats.rows_read,
@@ -512,7 +516,7 @@ class SyncEngine:
                 store.add_contradiction(older, newer, "value", 1.0, note, None, now)
                 found += 1
         if self.detector is None and self.detector_factory is not None \
-                and store.count_changed(source_id, sync_no, live_only=True):
+                and (deleted or store.count_changed(source_id, sync_no, live_only=True)):
             self.detector, self.detector_factory = self.detector_factory(), None
         affected: set[int] = set()
         if self.detector is not None:

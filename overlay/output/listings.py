@@ -85,12 +85,17 @@ def render_stats(data: dict, console: Console) -> None:
 def render_check(result, applied: list[str], console: Console) -> None:
     """`check TEXT`: the contradicted memories with their suggestions, the stale ones, the closing line."""
     if result.contradictions:
+        # the memory's own text (its ref is in --format json; a key-value memory, whose text is the
+        # old value, shows its ref); action and key stay whole
         table = Table(title="contradicted memories")
         for col in ("action", "memory", "key", "old value", "new value", "why"):
-            table.add_column(col, overflow="fold")
+            table.add_column(col, overflow="fold", no_wrap=col in ("action", "key"))
         for c in result.contradictions:
             u = c["update"]
-            table.add_row(u.get("action", ""), c["older"], u.get("key") or "", str(u.get("old_value") or ""),
+            text = c.get("older_text")
+            memory = text if text and text != u.get("old_value") else c["older"]   # key-value: the ref says more
+            table.add_row(u.get("action", ""), memory, u.get("key") or "",
+                          str(u.get("old_value") or ""),
                           "" if u.get("new_value") is None else str(u["new_value"]),
                           f"{c['kind']} {c['confidence']:.2f}: {c['evidence']}")
         console.print(table)

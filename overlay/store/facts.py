@@ -150,6 +150,13 @@ class FactsRepo(RepoBase):
         """Insert or refresh facts (FactRow, or tuples in FACT_COLUMNS order); call inside a transaction."""
         self.conn.executemany(_UPSERT_SQL, rows)
 
+    def unseen_live_ids(self, source_id: int, sync_no: int, noted: bool = False) -> list[int]:
+        """Live facts a full read (sync `sync_no`) did not see: what mark_unseen_deleted() is
+        about to delete (call it first: `noted` as there)."""
+        seen = " AND id NOT IN (SELECT id FROM temp.mw_seen)" if noted else ""
+        return [r[0] for r in self.conn.execute(
+            f"SELECT id FROM facts WHERE source_id = ? AND seen_sync < ? AND {LIVE}{seen}", (source_id, sync_no))]
+
     def mark_unseen_deleted(self, source_id: int, sync_no: int, last_full_sync: float | None = None,
                             noted: bool = False) -> int:
         """After a full read: facts the source no longer has are `deleted` (kept, not erased).
