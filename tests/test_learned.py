@@ -67,8 +67,8 @@ def test_learned_layer_finds_an_implicit_move_the_rules_miss(detector, rules):
     new = fact("new", "settling into Bristol, the new flat has no signal")
     assert rules.compare(new, [old]) == []
     [c] = detector.compare(new, [old])
-    assert c.kind == "learned" and c.update["action"] == "EXPIRE" and c.update["key"] == "city"
-    assert "pair model" in c.evidence and 0 < c.confidence <= 0.85
+    assert c.kind == "semantic" and c.update["action"] == "EXPIRE" and c.update["key"] == "city"
+    assert "learned pair model" in c.evidence and 0 < c.confidence <= 0.85
 
 
 @pytest.mark.parametrize("new", [
