@@ -201,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     for c in scored:
         gold = {e["memory_index"] for e in c["expected"] if e["verdict"] == "contradicted"}
         for ref, ev in preds[c["id"]]["evidence"].items():
-            k = kinds.setdefault(ev.split()[0], [0, 0])
+            layer = "learned" if "learned pair model" in ev else ev.split()[0]
+            k = kinds.setdefault(layer, [0, 0])
             k[0 if int(ref[1:]) in gold else 1] += 1
     print("found by layer: " + ", ".join(f"{k} {v[0]} right / {v[1]} wrong" for k, v in sorted(kinds.items())))
     if a.show_errors:

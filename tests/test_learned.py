@@ -67,8 +67,8 @@ def test_learned_layer_finds_an_implicit_move_the_rules_miss(detector, rules):
     new = fact("new", "settling into Bristol, the new flat has no signal")
     assert rules.compare(new, [old]) == []
     [c] = detector.compare(new, [old])
-    assert c.kind == "learned" and c.update["action"] == "EXPIRE" and c.update["key"] == "city"
-    assert "pair model" in c.evidence and 0 < c.confidence <= 0.85
+    assert c.kind == "semantic" and c.update["action"] == "EXPIRE" and c.update["key"] == "city"
+    assert "learned pair model" in c.evidence and 0 < c.confidence <= 0.85
 
 
 @pytest.mark.parametrize("new", [
@@ -127,3 +127,18 @@ def test_eval_script_prints_breakdowns_and_cost(tmp_path):
                             "--out", str(tmp_path / "p2.jsonl"), "--no-learned"], capture_output=True,
                            text=True, check=True, cwd=ROOT).stdout
     assert alone.startswith("rules:") and "R=0.000" in alone
+
+
+@pytest.mark.parametrize("with_embeddings", [False, True])
+def test_a_new_value_of_a_multi_valued_topic_is_an_addition(with_embeddings):
+    """A second language (food, hobby) joins the first unless the newer text ends it."""
+    embedder = None
+    if with_embeddings:
+        from memwatch_overlay.overlay.detect.embeddings import Embedder
+        embedder = Embedder()
+    d = Detector(embedder=embedder)
+    old = fact("old", "Amara speaks French fluently.", days_ago=100)
+    assert d.compare(fact("new", "Amara has started learning Portuguese."), [old]) == []
+    city = fact("c", "Lives in Leeds", key="city", days_ago=200)
+    assert [c.older for c in d.compare(fact("n", "settling into Bristol, the new flat has no signal"),
+                                       [city])] == ["c"]

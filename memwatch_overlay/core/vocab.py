@@ -46,8 +46,7 @@ class ContradictionKind(StrEnum):
 
     VALUE = "value"
     CUE = "cue"
-    LEARNED = "learned"             # the pair model (overlay/detect/learned.py)
-    SEMANTIC = "semantic"
+    SEMANTIC = "semantic"           # embeddings, or the learned pair model (overlay/detect/learned.py)
     JUDGE = "judge"
 
 

@@ -78,7 +78,7 @@ class Contradiction:
 
     older: str
     newer: str
-    kind: str                # "value" | "cue" | "learned" | "semantic" | "judge"
+    kind: str                # "value" | "cue" | "semantic" | "judge" (core/vocab.ContradictionKind)
     confidence: float        # 0..1
     evidence: str            # short human-readable why
     update: dict | None = None   # {"action", "key", "old_value", "new_value"}
@@ -517,8 +517,10 @@ class Detector:
         if p < self.learned.threshold(mode):
             return None
         info = self.learned.info(self._capped(new.text))
-        return self._make(old, new, "learned", min(p, 0.85),
-                          f'pair model {p:.2f} (slot "{info.top}"): "{_short(new.text)}"',
+        # reported as kind "semantic" (the JSON contract's kinds are value|cue|semantic|judge):
+        # a model's reading of what the texts mean; the evidence names the learned pair model
+        return self._make(old, new, "semantic", min(p, 0.85),
+                          f'learned pair model {p:.2f} (slot "{info.top}"): "{_short(new.text)}"',
                           "EXPIRE", self._own_key(old), old.text, None)
 
     # ------------------------------------------------------------ semantic layer

@@ -160,9 +160,16 @@ class Learned:
 
     @staticmethod
     def related(feats: dict[str, float]) -> bool:
-        """The gate: only pairs on a shared topic (or similar enough) are scored."""
-        return (feats.get("t_top2", 0.0) > 0 or feats.get("sim", 0.0) >= SIM_GATE
+        """The gate: only pairs on a shared topic (or similar enough), and not an addition to
+        a multi-valued topic, are scored."""
+        near = (feats.get("t_top2", 0.0) > 0 or feats.get("sim", 0.0) >= SIM_GATE
                 or feats.get("e_same", 0.0) > 0)
+        # on a multi-valued topic (languages, foods, hobbies) a new value is an addition unless
+        # the newer text ends something
+        additive = (feats.get("t_multi", 0.0) > feats.get("t_single", 0.0)
+                    and feats.get("e_multi", 0.0) >= feats.get("e_single", 0.0)
+                    and "n_ending" not in feats)
+        return near and not additive
 
     def emb_probs(self, text: str, vector) -> tuple[float, ...] | None:
         """Topic distribution of an embedded text: softmax over its cosine to each prototype
