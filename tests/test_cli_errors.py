@@ -129,8 +129,11 @@ def test_usage_errors_exit_2_not_click_s_1(tmp_path):
 def test_ctrl_c_exits_130(tmp_path):
     marker = tmp_path / "reading"
     env = plugin(tmp_path, f'Path({str(marker)!r}).write_text("x")\ntime.sleep(60)\nreturn iter(())\n')
+    # SIGINT as a terminal's Ctrl-C delivers it: a test run started in the background by a
+    # shell inherits SIGINT ignored, and Python then (rightly) keeps ignoring it
     proc = subprocess.Popen([EXE, "audit", "--config", "memwatch.toml", "--as-of", AS_OF], cwd=tmp_path,
-                            env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 60
         while not marker.exists():
