@@ -33,11 +33,9 @@ from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchItem, Sear
 
 from memwatch_overlay.connectors.base import Record, make_ref
 from memwatch_overlay.connectors.presets.langgraph import subject_from_prefix, text_from_value
-from memwatch_overlay.overlay.detect.blocks import make_detector
 from memwatch_overlay.overlay.engine.added_facts import sync_records
-from memwatch_overlay.overlay.store.database import OverlayStore
-from memwatch_overlay.overlay.engine.sync import SyncEngine
-from memwatch_overlay.rules.config import Config, SourceConfig, load_config
+from memwatch_overlay.integrations.watching import OverlayWatcher
+from memwatch_overlay.rules.config import Config
 
 SOURCE = "langgraph"
 TABLE = "store"
@@ -45,7 +43,7 @@ MODES = ("annotate", "hide", "keep")
 ANNOTATION = "_memwatch"
 
 
-class WatchedStore(BaseStore):
+class WatchedStore(OverlayWatcher, BaseStore):
     """Wraps any LangGraph store (InMemoryStore, SqliteStore, PostgresStore, …)."""
 
     def __init__(self, store: BaseStore, *, db: str = "memwatch.db", expired: str = "annotate",
@@ -56,15 +54,9 @@ class WatchedStore(BaseStore):
         self.store = store
         self.expired = expired
         self.clock = clock
-        self.config = config if isinstance(config, Config) else (load_config(config) if config else Config())
-        self.overlay = OverlayStore(db)
-        self.engine = SyncEngine(self.overlay, self.config, detector=make_detector(self.config))
-        self.source = SourceConfig(name=source, connector="native", preset="langgraph",
-                                   path=target or _store_file(store) or f"{type(store).__name__} (in process)")
+        self._open_overlay(db, config, source, "langgraph",
+                    target or _store_file(store) or f"{type(store).__name__} (in process)")
         self.last_watch: list[dict] = []     # one entry per item the last batch put
-
-    def close(self) -> None:
-        self.overlay.close()
 
     # -- BaseStore ------------------------------------------------------------------------
     def batch(self, ops: Iterable) -> list:

@@ -34,11 +34,9 @@ import time
 from typing import Any, Callable
 
 from memwatch_overlay.connectors.base import Record, make_ref
-from memwatch_overlay.overlay.detect.blocks import make_detector
 from memwatch_overlay.overlay.engine.added_facts import sync_records
-from memwatch_overlay.overlay.engine.sync import SyncEngine
-from memwatch_overlay.overlay.store.database import OverlayStore
-from memwatch_overlay.rules.config import Config, SourceConfig, load_config
+from memwatch_overlay.integrations.watching import OverlayWatcher
+from memwatch_overlay.rules.config import Config
 
 SOURCE = "mem0"
 TABLE = "memories"
@@ -46,21 +44,14 @@ EVENTS = ("ADD", "UPDATE", "DELETE")
 STALE_LABELS = ("stale", "expired")
 
 
-class WatchedMemory:
+class WatchedMemory(OverlayWatcher):
     """Wraps a mem0 client; `add()` returns mem0's result plus ``"watch"`` (module docstring)."""
 
     def __init__(self, memory: Any, *, db: str = "memwatch.db", config: str | Config | None = None,
                  source: str = SOURCE, clock: Callable[[], float] = time.time):
         self.memory = memory
         self.clock = clock
-        self.config = config if isinstance(config, Config) else (load_config(config) if config else Config())
-        self.overlay = OverlayStore(db)
-        self.engine = SyncEngine(self.overlay, self.config, detector=make_detector(self.config))
-        self.source = SourceConfig(name=source, connector="native", preset="mem0",
-                                   path=f"{type(memory).__name__} (in process)")
-
-    def close(self) -> None:
-        self.overlay.close()
+        self._open_overlay(db, config, source, "mem0", f"{type(memory).__name__} (in process)")
 
     def __enter__(self):
         return self

@@ -152,24 +152,12 @@ class Judge:
     # ------------------------------------------------------------ answers
     def parse(self, content: str) -> Verdict | None:
         """Read the critic's JSON (also when wrapped in prose or a code fence)."""
-        m = re.search(r"\{.*\}", content or "", re.S)
-        if not m:
-            return None
-        try:
-            data = json.loads(m.group(0))
-        except ValueError:
-            return None
-        return self._one(data)
+        data = _json_in(content, r"\{.*\}")
+        return None if data is None else self._one(data)
 
     def parse_many(self, content: str, n: int) -> list[Verdict | None] | None:
         """The verdicts of a batched answer (a JSON array of n objects), or None."""
-        m = re.search(r"\[.*\]", content or "", re.S)
-        if not m:
-            return None
-        try:
-            data = json.loads(m.group(0))
-        except ValueError:
-            return None
+        data = _json_in(content, r"\[.*\]")
         if not isinstance(data, list) or len(data) != n:
             return None
         return [self._one(d) if isinstance(d, dict) else None for d in data]
@@ -254,3 +242,14 @@ class Judge:
                 after = None
             raise _HTTPError(resp.status, resp.reason, after)
         return json.loads(data.decode("utf-8", "replace"))
+
+
+def _json_in(content: str | None, span: str):
+    """The JSON value of the first match of ``span`` in an answer (prose around it), or None."""
+    m = re.search(span, content or "", re.S)
+    if not m:
+        return None
+    try:
+        return json.loads(m.group(0))
+    except ValueError:
+        return None
