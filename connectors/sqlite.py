@@ -41,6 +41,12 @@ DEFAULT_BUSY_TIMEOUT = 5.0   # seconds a read waits for a writer's lock
 FETCH_BATCH = 1000
 PAGE_ROWS = 10000            # rows per statement when a full read or a key pass pages by rowid
 PROGRESS_STEPS = 10000       # SQLite VM steps between two looks at a statement's deadline
+# A rollback-journal store (journal_mode DELETE/TRUNCATE/PERSIST): a reader's SHARED lock
+# blocks the bot's COMMIT, so full reads and key passes page smaller and, between two pages
+# (lock released), wait PACE_FACTOR times as long as the page held the lock: the reader
+# holds it at most about half the time. WAL stores are not paced (readers never block the writer).
+ROLLBACK_PAGE_ROWS = 1000
+PACE_FACTOR = 1.0
 
 
 def open_readonly(path: Path, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> sqlite3.Connection:
@@ -108,6 +114,9 @@ class SqliteConnector(TableConnector):
         self.update_scan_seconds = 0.0          # unindexed updated_at: scan for updates at most this often
         self.deferred_until: float | None = None  # after read(): when the deferred update scan is due
         self._indexed: dict[str, bool] = {}
+        self._rollback: bool | None = None      # journal mode seen at open (None: not asked yet)
+        self.sleep = time.sleep                 # the pacing between pages (a test records it)
+        self.pauses = 0                         # pacing pauses taken (counted, for tests/benchmarks)
 
     # -- lifecycle ---------------------------------------------------------------------
     def open(self) -> None:
@@ -124,6 +133,20 @@ class SqliteConnector(TableConnector):
         self._schema_version = None
         self._tables = None
         self._indexed = {}
+        self._rollback = None
+
+    def rollback_journal(self) -> bool:
+        """Whether the store is in a rollback-journal mode (its readers block the writer)."""
+        if self._rollback is None:
+            cur = self._execute("PRAGMA journal_mode", ())
+            try:
+                mode = str(cur.fetchall()[0][0]).lower()
+            except (sqlite3.DatabaseError, IndexError):
+                mode = "delete"
+            finally:
+                cur.close()
+            self._rollback = mode != "wal"
+        return self._rollback
 
     def close(self) -> None:
         if self.conn is not None:
@@ -406,18 +429,34 @@ class SqliteConnector(TableConnector):
         self.rows_read = before + changed
 
     def _pages(self, stmt: exp.Select, after: int | None = None) -> Iterator[dict[str, Any]]:
-        """`stmt` in rowid order, PAGE_ROWS per statement; each page is fetched whole, so no
-        read lock outlives it (a rollback-journal writer waits at most one page)."""
+        """`stmt` in rowid order, one statement per page; each page is fetched whole and its
+        statement closed before the rows are handed on, so no read lock outlives a page and
+        no read transaction spans two pages (autocommit: a SELECT ends its own).
+
+        Rollback-journal stores: ROLLBACK_PAGE_ROWS per page and, after each page, a pause
+        of PACE_FACTOR × the time the page held the lock, during which the bot's writes go
+        through. WAL stores: PAGE_ROWS per page, no pause.
+        """
+        rollback = self.rollback_journal()
+        size = ROLLBACK_PAGE_ROWS if rollback else PAGE_ROWS
         while True:
             page = stmt
             params: tuple = ()
             if after is not None:
                 page = page.where(exp.GT(this=exp.column("rowid"), expression=exp.Placeholder()))
                 params = (after,)
-            sql = page.order_by(exp.column("rowid")).limit(PAGE_ROWS).sql(dialect=self.dialect)
+            sql = page.order_by(exp.column("rowid")).limit(size).sql(dialect=self.dialect)
+            started = time.monotonic()
             rows = list(self.iter_rows(sql, params))
+            held = time.monotonic() - started
+            more = len(rows) == size
+            if more and rollback:
+                # Paused before the rows are handed on: the caller's work on them (the
+                # overlay write) would otherwise add to the pause.
+                self.pauses += 1
+                self.sleep(held * PACE_FACTOR)
             yield from rows
-            if len(rows) < PAGE_ROWS:
+            if not more:
                 return
             after = rows[-1][ROWID]
 
