@@ -42,10 +42,13 @@ FETCH_BATCH = 1000
 PAGE_ROWS = 10000            # rows per statement when a full read or a key pass pages by rowid
 PROGRESS_STEPS = 10000       # SQLite VM steps between two looks at a statement's deadline
 # A rollback-journal store (journal_mode DELETE/TRUNCATE/PERSIST): a reader's SHARED lock
-# blocks the bot's COMMIT, so full reads and key passes page smaller and, between two pages
-# (lock released), wait PACE_FACTOR times as long as the page held the lock: the reader
-# holds it at most about half the time. WAL stores are not paced (readers never block the writer).
-ROLLBACK_PAGE_ROWS = 1000
+# blocks the bot's COMMIT, so between two pages of a full read or key pass (no lock held)
+# the reader waits PACE_FACTOR times as long as the page held the lock: it holds the lock
+# at most about half the time. Pages stay PAGE_ROWS: each collision costs the bot at least
+# SQLite's busy-handler sleep (1, 2, 5 ms...), so ten times more, smaller pages made its
+# p95 worse in benchmarks/bench_bot_latency.py. WAL stores are not paced (readers never
+# block the writer there).
+ROLLBACK_PAGE_ROWS = PAGE_ROWS
 PACE_FACTOR = 1.0
 
 
@@ -433,9 +436,8 @@ class SqliteConnector(TableConnector):
         statement closed before the rows are handed on, so no read lock outlives a page and
         no read transaction spans two pages (autocommit: a SELECT ends its own).
 
-        Rollback-journal stores: ROLLBACK_PAGE_ROWS per page and, after each page, a pause
-        of PACE_FACTOR × the time the page held the lock, during which the bot's writes go
-        through. WAL stores: PAGE_ROWS per page, no pause.
+        Rollback-journal stores: after each page a pause of PACE_FACTOR × the time the page
+        held the lock, during which the bot's writes go through. WAL stores: no pause.
         """
         rollback = self.rollback_journal()
         size = ROLLBACK_PAGE_ROWS if rollback else PAGE_ROWS

@@ -79,7 +79,7 @@ def test_the_bot_cannot_commit_while_a_page_is_being_read(tmp_path):
     assert (bot.commits, bot.locked) == (1, 1)
 
 
-def test_a_wal_store_is_not_paced_and_pages_are_larger(tmp_path):
+def test_a_wal_store_is_not_paced(tmp_path):
     db = make_store(tmp_path / "bot.db", wal=True, rows=rows(N))
     paused = []
     with make_connector(source(db)) as conn:
