@@ -2,8 +2,9 @@
 
 Never `immutable=1` (a live bot writes this file) and never a long-held transaction:
 a full read pages through the table by rowid (each page one short statement, so a
-bot in rollback-journal mode is never blocked for long), an incremental read is one
-statement over what changed.
+bot in rollback-journal mode is never blocked for long, and in that mode a pause after
+each page as long as the page held the lock), an incremental read is one statement over
+what changed.
 
 Incremental reads (the daemon) use a cursor `{"rowid": R, "updated_at": W}`:
 - inserts: `rowid > R` (SQLite hands out rowids in commit order: one writer at a time);
