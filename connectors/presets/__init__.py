@@ -11,6 +11,7 @@ Explicit keys in memwatch.toml always win over a preset's defaults.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Iterable
 
 
 @dataclass
@@ -35,3 +36,13 @@ def has_columns(tables, name, required) -> list[str] | None:
     if cols is None or not set(required) <= cols:
         return None
     return [f"table {name!r} with columns {', '.join(sorted(required))}"]
+
+
+def best_of(matches: Iterable[Match]) -> Match | None:
+    """The highest-scoring match (the first of equals), or None: a preset's pick among the
+    tables that fit it."""
+    best = None
+    for m in matches:
+        if best is None or m.score > best.score:
+            best = m
+    return best

@@ -14,7 +14,7 @@ import json
 from memwatch_overlay.connectors.base import Record
 from memwatch_overlay.connectors.paths import maybe_json
 from memwatch_overlay.connectors.sqlite import SqliteConnector
-from memwatch_overlay.connectors.presets import Match
+from memwatch_overlay.connectors.presets import best_of, Match
 from memwatch_overlay.connectors.presets.langgraph import text_from_value
 
 MEMORY_COLUMNS = {"memory_id", "memory", "user_id", "topics", "created_at", "updated_at"}
@@ -41,15 +41,11 @@ class AgnoMemories(SqliteConnector):
 
     @classmethod
     def match(cls, tables):
-        best = None
-        for t in tables:
-            if not MEMORY_COLUMNS <= set(t.columns):
-                continue
-            score = 1.0 if t.name == DEFAULT_TABLE else 0.9
-            reasons = [f"table {t.name!r} with columns {', '.join(sorted(MEMORY_COLUMNS))} (agno's memory table)"]
-            if best is None or score > best.score:
-                best = Match(cls.preset, score, reasons, {**cls.defaults, "table": t.name})
-        return best
+        return best_of(
+            Match(cls.preset, 1.0 if t.name == DEFAULT_TABLE else 0.9,
+                  [f"table {t.name!r} with columns {', '.join(sorted(MEMORY_COLUMNS))} (agno's memory table)"],
+                  {**cls.defaults, "table": t.name})
+            for t in tables if MEMORY_COLUMNS <= set(t.columns))
 
     def row_to_record(self, row, pks, mapping) -> Record | None:
         rec = super().row_to_record(row, pks, mapping)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from memwatch_overlay.connectors.base import Record
 from memwatch_overlay.connectors.paths import maybe_json
 from memwatch_overlay.connectors.sqlite import SqliteConnector
-from memwatch_overlay.connectors.presets import Match
+from memwatch_overlay.connectors.presets import best_of, Match
 
 CHAT_COLUMNS = ["id", "key", "value"]
 
@@ -49,15 +49,11 @@ class LlamaIndexChatStore(SqliteConnector):
 
     @classmethod
     def match(cls, tables):
-        best = None
-        for t in tables:
-            if sorted(t.columns) != sorted(CHAT_COLUMNS) or not t.name.startswith("data_"):
-                continue
-            score = 1.0 if t.name == "data_chatstore" else 0.9
-            reasons = [f"table {t.name!r} with exactly the columns id, key, value (SQLiteChatStore)"]
-            if best is None or score > best.score:
-                best = Match(cls.preset, score, reasons, {**cls.defaults, "table": t.name})
-        return best
+        return best_of(
+            Match(cls.preset, 1.0 if t.name == "data_chatstore" else 0.9,
+                  [f"table {t.name!r} with exactly the columns id, key, value (SQLiteChatStore)"],
+                  {**cls.defaults, "table": t.name})
+            for t in tables if sorted(t.columns) == sorted(CHAT_COLUMNS) and t.name.startswith("data_"))
 
     def row_to_record(self, row, pks, mapping) -> Record | None:
         role, text = chat_text(row.get("value"))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from memwatch_overlay.connectors.base import Record
 from memwatch_overlay.connectors.postgres import PostgresConnector
-from memwatch_overlay.connectors.presets import Match
+from memwatch_overlay.connectors.presets import best_of, Match
 
 REQUIRED = {"id", "vector", "payload"}
 SUBJECT_KEYS = ("user_id", "agent_id", "run_id")
@@ -26,15 +26,11 @@ class Mem0PgVector(PostgresConnector):
 
     @classmethod
     def match(cls, tables):
-        best = None
-        for t in tables:
-            if not REQUIRED <= set(t.columns):
-                continue
-            score = 1.0 if t.name.rsplit(".", 1)[-1] == "mem0" else 0.9
-            reasons = [f"table {t.name!r} with columns id, vector, payload (mem0's pgvector layout)"]
-            if best is None or score > best.score:
-                best = Match(cls.preset, score, reasons, {**cls.defaults, "table": t.name})
-        return best
+        return best_of(
+            Match(cls.preset, 1.0 if t.name.rsplit(".", 1)[-1] == "mem0" else 0.9,
+                  [f"table {t.name!r} with columns id, vector, payload (mem0's pgvector layout)"],
+                  {**cls.defaults, "table": t.name})
+            for t in tables if REQUIRED <= set(t.columns))
 
     def row_to_record(self, row, pks, mapping) -> Record | None:
         rec = super().row_to_record(row, pks, mapping)

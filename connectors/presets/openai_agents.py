@@ -24,6 +24,7 @@ from memwatch_overlay.connectors.base import Record
 from memwatch_overlay.connectors.paths import maybe_json
 from memwatch_overlay.connectors.sqlite import SqliteConnector
 from memwatch_overlay.connectors.presets import Match, columns_of
+from memwatch_overlay.rules.config import SourceConfig
 
 MESSAGE_COLUMNS = {"id", "session_id", "message_data", "created_at"}
 SESSION_COLUMNS = {"session_id", "created_at", "updated_at"}
@@ -64,7 +65,34 @@ def _messages_table(tables) -> str | None:
     return names[0] if names else None
 
 
-class OpenAIAgentsSession(SqliteConnector):
+class SessionMessages:
+    """What both session presets (SQLite here, Postgres in openai_agents_postgres.py) do with a
+    row: only the user's messages, their text from message_data, the shared `<agent>-` prefix
+    (``self._prefix``, set by the connector's read) taken off the session id."""
+
+    source: SourceConfig
+    _prefix: str | None
+
+    def _strips_prefix(self) -> bool:
+        """The shared prefix goes unless the config maps session ids itself (its pattern
+        and map see the session id as stored)."""
+        return self.source.subject == "session_id" and not (self.source.subject_pattern or self.source.subject_map)
+
+    def row_to_record(self, row, pks, mapping) -> Record | None:
+        role, text = message_text(row.get("message_data"))
+        if role != "user" or not text or not text.strip():
+            return None
+        rec = super().row_to_record(row, pks, mapping)
+        if rec is None:
+            return None
+        if self.source.text == "message_data":
+            rec.text = text
+        if self._prefix and rec.subject and rec.subject.startswith(self._prefix):
+            rec.subject = rec.subject[len(self._prefix):]
+        return rec
+
+
+class OpenAIAgentsSession(SessionMessages, SqliteConnector):
     preset = "openai-agents"
     description = "OpenAI Agents SDK SQLiteSession (user messages of agent_messages)"
     defaults = dict(table="agent_messages", id=["id"], text="message_data", subject="session_id",
@@ -100,21 +128,3 @@ class OpenAIAgentsSession(SqliteConnector):
         stmt = exp.select(exp.Min(this=col), exp.Max(this=col)).from_(sqlguard.table(self.source.table))
         row = self._execute(stmt.sql(dialect=self.dialect), ()).fetchone()
         return shared_prefix(*(row or (None, None)))
-
-    def _strips_prefix(self) -> bool:
-        """The shared prefix goes unless the config maps session ids itself (its pattern
-        and map see the session id as stored)."""
-        return self.source.subject == "session_id" and not (self.source.subject_pattern or self.source.subject_map)
-
-    def row_to_record(self, row, pks, mapping) -> Record | None:
-        role, text = message_text(row.get("message_data"))
-        if role != "user" or not text or not text.strip():
-            return None
-        rec = super().row_to_record(row, pks, mapping)
-        if rec is None:
-            return None
-        if self.source.text == "message_data":
-            rec.text = text
-        if self._prefix and rec.subject and rec.subject.startswith(self._prefix):
-            rec.subject = rec.subject[len(self._prefix):]
-        return rec

@@ -15,14 +15,13 @@ import psycopg
 from sqlglot import exp
 
 from memwatch_overlay.connectors import sqlguard
-from memwatch_overlay.connectors.base import Record
 from memwatch_overlay.connectors.postgres import PostgresConnector
 from memwatch_overlay.connectors.presets import Match
 from memwatch_overlay.connectors.presets.openai_agents import (MESSAGE_COLUMNS, SESSION_COLUMNS,
-                                                               message_text, shared_prefix)
+                                                               SessionMessages, shared_prefix)
 
 
-class OpenAIAgentsPostgresSession(PostgresConnector):
+class OpenAIAgentsPostgresSession(SessionMessages, PostgresConnector):
     preset = "openai-agents-postgres"
     kind = "postgres"
     description = "OpenAI Agents SDK SQLAlchemySession on Postgres (user messages of agent_messages)"
@@ -78,20 +77,3 @@ class OpenAIAgentsPostgresSession(PostgresConnector):
         low, high = list(rows[0].values())
         return shared_prefix(low, high)
 
-    def _strips_prefix(self) -> bool:
-        """The shared prefix goes unless the config maps session ids itself (its pattern
-        and map see the session id as stored)."""
-        return self.source.subject == "session_id" and not (self.source.subject_pattern or self.source.subject_map)
-
-    def row_to_record(self, row, pks, mapping) -> Record | None:
-        role, text = message_text(row.get("message_data"))
-        if role != "user" or not text or not text.strip():
-            return None
-        rec = super().row_to_record(row, pks, mapping)
-        if rec is None:
-            return None
-        if self.source.text == "message_data":
-            rec.text = text
-        if self._prefix and rec.subject and rec.subject.startswith(self._prefix):
-            rec.subject = rec.subject[len(self._prefix):]
-        return rec
