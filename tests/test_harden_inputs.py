@@ -199,6 +199,7 @@ def tiny_disk(tmp_path):
     subprocess.run(["umount", str(mnt)], capture_output=True)
 
 
+@pytest.mark.root
 def test_overlay_on_a_full_disk_is_one_line_exit_2(tmp_path, tiny_disk):
     make_store(tmp_path / "big.db", n=2000)
     for _ in range(2):       # the second run meets the half-written overlay the first left
