@@ -52,12 +52,13 @@ def _table_of(source) -> str | None:
 
 def _sqlite(source) -> SizeEstimate:
     from sqlglot import exp
+    from memwatch_overlay.connectors import sqlguard
     from memwatch_overlay.connectors.sqlite import open_readonly
     table = _table_of(source)
     size = os.path.getsize(source.path)
     if not table:
         return SizeEstimate(size_bytes=size)
-    sql = exp.select("count(*)").from_(exp.table_(exp.to_identifier(table, quoted=True))).sql("sqlite")
+    sql = exp.select("count(*)").from_(sqlguard.table(table)).sql("sqlite")
     conn = open_readonly(Path(source.path))
     try:
         (n,) = conn.execute(sql).fetchone()

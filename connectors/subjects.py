@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Callable, Iterator
 
-from memwatch_overlay.connectors.base import Connector, Record
+from memwatch_overlay.connectors.base import Connector
 
 TRACKED_SUBJECTS = 100_000      # subjects whose conversations a full read counts (memory bound)
 

@@ -9,7 +9,6 @@ environment variable holding the whole DSN with `dsn_env`.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import re
 from dataclasses import dataclass, field

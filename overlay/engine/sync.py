@@ -246,7 +246,7 @@ class SyncEngine:
                 if compare:
                     store.end_unchanged()
                 self._rescore_pending(source_id, as_of)
-                stats.changed = self._count_changed(source_id, sync_no)
+                stats.changed = store.count_changed(source_id, sync_no)
                 stats.contradictions = self._contradictions(source_id, sync_no, replaced, now, stats,
                                                             None if read_all else touched, gone,
                                                             space=self.subject_space(source, source_id))
@@ -310,7 +310,7 @@ class SyncEngine:
                     # "missing" on every pass and are not news
                     stats.missing = fetched.count
                     self._rescore_pending(source_id, as_of)
-                    stats.changed = self._count_changed(source_id, sync_no)
+                    stats.changed = store.count_changed(source_id, sync_no)
                     store.set_sync_count(source_id, sync_no)
                 stats.contradictions = self._contradictions(source_id, sync_no, replaced, now, stats,
                                                             touched + deleted, deleted,
@@ -438,9 +438,6 @@ class SyncEngine:
             return status in ("forgotten", "contradicted") and content_hash_as(rec, category) == digest
 
         return unchanged
-
-    def _count_changed(self, source_id: int, sync_no: int) -> int:
-        return self.store.count_changed(source_id, sync_no)
 
     def _row_builder(self, source_id: int, sync_no: int, now: float, as_of: float) -> Callable[[Record], FactRow]:
         """fact_row(rec) -> the facts row upsert_facts() takes, categorised and scored.
