@@ -510,6 +510,9 @@ class Detector:
     def _learned(self, new: FactView, old: FactView, v: _Verdict, sim) -> Contradiction | None:
         """The pair model's verdict on a pair the rules did not flag."""
         mode = "rules" if sim is None else "embeddings"
+        if sim is None and not self.learned.may_relate(self._capped(new.text), self._capped(old.text),
+                                                       self._own_key(old)):
+            return None                 # the gate below would say no: no features built
         feats = self._features(new, old, v, sim)
         if not self.learned.related(feats):
             return None
