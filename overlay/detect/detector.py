@@ -57,6 +57,7 @@ _VALUE_TEXT = re.compile(r"[\w][\w .,&'@+/-]*")    # what a key-value memory's v
 _ANY_KIND_OUTDATED = ("polar", "number")
 DEFAULT_CACHE_SIZE = 16384      # readings kept: a daemon walks a changed subject's block again
 KEY_VALUE_CONFIDENCE = 0.9
+_UNSCORED = object()
 _DAY = 86400.0
 
 
@@ -121,6 +122,8 @@ class Detector:
         self._cache: OrderedDict[tuple[str, str, str], Reading] = OrderedDict()
         self._terms: OrderedDict[tuple[str, str, str], tuple[frozenset, frozenset]] = OrderedDict()
         self._cache_size = cache_size
+        # (newer text, older text, older key) -> the pair model's probability (rules mode)
+        self._pair_scores: dict[tuple[str, str, str | None], float | None] = {}
 
     # ------------------------------------------------------------ public API
     def compare(self, newer: FactView, olders: Iterable[FactView],
@@ -507,17 +510,32 @@ class Detector:
                                      v.confirmed, None if sim is None else sim[0],
                                      None if sim is None else sim[1:])
 
-    def _learned(self, new: FactView, old: FactView, v: _Verdict, sim) -> Contradiction | None:
-        """The pair model's verdict on a pair the rules did not flag."""
-        mode = "rules" if sim is None else "embeddings"
+    def _pair_probability(self, new: FactView, old: FactView, v: _Verdict, sim, mode: str) -> float | None:
+        """The pair model's probability, or None when its gate turns the pair away."""
         if sim is None and not self.learned.may_relate(self._capped(new.text), self._capped(old.text),
                                                        self._own_key(old)):
-            return None                 # the gate below would say no: no features built
+            return None                 # the gate would say no: no features built
         feats = self._features(new, old, v, sim)
         if not self.learned.related(feats):
             return None
-        p = self.learned.score(mode, feats)
-        if p < self.learned.threshold(mode):
+        return self.learned.score(mode, feats)
+
+    def _learned(self, new: FactView, old: FactView, v: _Verdict, sim) -> Contradiction | None:
+        """The pair model's verdict on a pair the rules did not flag."""
+        mode = "rules" if sim is None else "embeddings"
+        if sim is None and not v.conflicts and not v.confirmed:
+            # in the rules mode the pair's probability depends on the two texts and the older
+            # key alone: a pair of texts met again (restated memories) is scored once
+            ck = (self._capped(new.text), self._capped(old.text), self._own_key(old))
+            p = self._pair_scores.get(ck, _UNSCORED)
+            if p is _UNSCORED:
+                p = self._pair_probability(new, old, v, sim, mode)
+                if len(self._pair_scores) >= self._cache_size:
+                    self._pair_scores.clear()
+                self._pair_scores[ck] = p
+        else:
+            p = self._pair_probability(new, old, v, sim, mode)
+        if p is None or p < self.learned.threshold(mode):
             return None
         info = self.learned.info(self._capped(new.text))
         # reported as kind "semantic" (the JSON contract's kinds are value|cue|semantic|judge):
