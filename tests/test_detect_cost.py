@@ -112,3 +112,29 @@ def test_a_pair_of_texts_met_again_is_scored_once(pair_calls):
     assert [(c.older, c.newer) for c in again] == [("o2", "n2")]
     assert [(c.kind, c.confidence, c.evidence, c.update) for c in first] == \
         [(c.kind, c.confidence, c.evidence, c.update) for c in again]
+
+
+def test_the_candidate_index_reads_topics_only_and_pairs_read_the_rest(tmp_path, monkeypatch):
+    """Every fact's likeliest topics index it; the rest of what the pair model reads of a
+    text (cue lexicons, content words, values) is read only for texts that meet in a pair."""
+    seen: dict[str, set[str]] = {"topics": set(), "info": set(), "pairs": set()}
+    topics, info, may_relate = Learned._topics, Learned.info, Learned.may_relate
+
+    def topics_read(self, text):
+        seen["topics"].add(text)
+        return topics(self, text)
+
+    def info_read(self, text):
+        seen["info"].add(text)
+        return info(self, text)
+
+    def pair_met(self, new_text, old_text, old_key):
+        seen["pairs"].update((new_text, self.old_text(old_text, old_key)))
+        return may_relate(self, new_text, old_text, old_key)
+    monkeypatch.setattr(Learned, "_topics", topics_read)
+    monkeypatch.setattr(Learned, "info", info_read)
+    monkeypatch.setattr(Learned, "may_relate", pair_met)
+    store = _user_store(tmp_path / "bot.db", 400)
+    audit(str(store), None, as_of=AS_OF, overlay_path=str(tmp_path / "o.db")).close()
+    assert seen["info"] and seen["info"] <= seen["pairs"]
+    assert len(seen["info"]) < len(seen["topics"])      # some texts never meet in a pair

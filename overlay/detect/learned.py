@@ -175,16 +175,28 @@ class Learned:
         self.cue_rx = {k: re.compile("|".join(f"(?:{r})" for r in v), re.I | re.M)
                        for k, v in cues.items()}
         self._info: dict[str, TextInfo] = {}
+        self._topic_cache: dict[str, tuple[tuple[float, ...], str, frozenset[str]]] = {}
+
+    def _topics(self, text: str) -> tuple[tuple[float, ...], str, frozenset[str]]:
+        """(distribution, top topic, likeliest topics) of a text: all the candidate index needs
+        (``topics_of``); the rest of ``info`` is read only for texts that meet in a pair."""
+        got = self._topic_cache.get(text)
+        if got is None:
+            if len(self._topic_cache) > 16384:
+                self._topic_cache.clear()
+            p = self.topics.probs(text)
+            order = sorted(range(len(p)), key=lambda i: -p[i])
+            top = self.topics.classes[order[0]]
+            tops = frozenset(self.topics.classes[i] for i in order[:TOP_K] if p[i] >= TOPIC_MIN) - {"other"}
+            got = self._topic_cache[text] = (p, top, tops)
+        return got
 
     def info(self, text: str) -> TextInfo:
         ti = self._info.get(text)
         if ti is None:
             if len(self._info) > 16384:
                 self._info.clear()
-            p = self.topics.probs(text)
-            order = sorted(range(len(p)), key=lambda i: -p[i])
-            top = self.topics.classes[order[0]]
-            tops = frozenset(self.topics.classes[i] for i in order[:TOP_K] if p[i] >= TOPIC_MIN) - {"other"}
+            p, top, tops = self._topics(text)
             cues = frozenset(k for k, rx in self.cue_rx.items() if rx.search(text))
             ws = tokens(text)
             content = frozenset(_stem(w) for w in ws if w not in _STOP and len(w) > 2)
@@ -201,7 +213,7 @@ class Learned:
 
     def topics_of(self, text: str, key: str | None = None) -> frozenset[str]:
         """The likeliest topics of a fact (its candidate-index terms)."""
-        return self.info(self.old_text(text, key)).tops
+        return self._topics(self.old_text(text, key))[2]
 
     @staticmethod
     def related(feats: dict[str, float]) -> bool:
