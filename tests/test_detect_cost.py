@@ -51,16 +51,16 @@ def _two_user_rows(n: int) -> list[tuple]:
     return rows + [("u3", "general", None, "Lives alone in Lonelytown", _stamp(1))]     # a block of one
 
 
-def test_a_full_audit_reads_each_distinct_text_of_a_subject_once(tmp_path, monkeypatch):
+def test_a_full_audit_reads_each_distinct_text_once(tmp_path, monkeypatch):
     rows = _two_user_rows(400)
     store = _write(tmp_path / "bot.db", rows)
-    distinct = {(user, key, text) for user, _, key, text, _ in rows if user != "u3"}
-    assert len(rows) == 801 and len(distinct) < 400     # the memories restate themselves a lot
+    distinct = {text for user, _, _, text, _ in rows if user != "u3"}
+    assert len(rows) == 801 and len(distinct) < 200     # the memories restate themselves a lot
     calls = Calls(monkeypatch, (Extractor, "read"))
     result = audit(str(store), None, as_of=AS_OF, overlay_path=str(tmp_path / "o.db"))
     assert result.summary["total"] == 801
     result.close()
-    assert calls["read"] == len(distinct)           # once per distinct text and subject; the lone fact never
+    assert calls["read"] == len(distinct)           # once per distinct text, whoever wrote it; the lone fact never
 
 
 def test_an_unchanged_text_is_not_read_again(tmp_path, monkeypatch):
@@ -138,3 +138,44 @@ def test_the_candidate_index_reads_topics_only_and_pairs_read_the_rest(tmp_path,
     audit(str(store), None, as_of=AS_OF, overlay_path=str(tmp_path / "o.db")).close()
     assert seen["info"] and seen["info"] <= seen["pairs"]
     assert len(seen["info"]) < len(seen["topics"])      # some texts never meet in a pair
+
+
+NAMED_TEXTS = ["Coffee for Alice is always black", "Alice's new job at Stripe starts Monday",
+               "alice no longer drinks coffee", "Alic is a nickname", "Bess sold the car",
+               "John left Deloitte, Johnson stayed", "Bob is no longer with Globex", "I work at Bob's Bakery",
+               "My handle is @alice_w", "Lives in Alicante", "Biscuit is no longer with us"]
+
+
+@pytest.mark.parametrize("subject", [None, "u1", "u_alice", "alice", "user_bob", "bess", "johnson", "u123"])
+def test_a_text_read_once_for_many_subjects_reads_as_it_would_for_each(subject):
+    """The reading shared by subjects whose name a text does not mention equals the
+    subject's own reading (the names left out of its anchors and cue scopes)."""
+    from contradiction_cases import PARAPHRASES
+    from memwatch_overlay.overlay.detect.detector import _without_names, subject_words
+    texts = NAMED_TEXTS + [t for o, _, n, _ in PARAPHRASES for t in (o, n)]
+    shared = Detector()
+    for other in ("u_carol", None):         # other subjects read these texts first
+        for t in texts:
+            shared.read(FactView("x", other, None, t, "general", 0.0))
+    words = subject_words(subject)
+    reference = Detector().extractor
+    for t in texts:
+        expected = reference.read(t, words)
+        if words:
+            expected = _without_names(expected, words)
+        assert shared.read(FactView("r", subject, None, t, "general", 0.0)) == expected, (subject, t)
+
+
+def test_the_same_memory_of_many_users_is_extracted_once(tmp_path, monkeypatch):
+    rows = [(f"u{i}", "preference", None, text, _stamp(i * 3 + j))
+            for i in range(40) for j, text in enumerate(["I love sushi.", "I do not like sushi anymore.",
+                                                         "Prefers e-mail over phone calls."])]
+    rows += [("u_alice", "general", None, "Alice does not like sushi anymore.", _stamp(1)),
+             ("u_alice", "preference", None, "I love sushi.", _stamp(0))]
+    store = _write(tmp_path / "bot.db", rows)
+    calls = Calls(monkeypatch, (Extractor, "read"))
+    result = audit(str(store), None, as_of=AS_OF, overlay_path=str(tmp_path / "o.db"))
+    assert result.summary["total"] == 122 and result.count_contradictions() >= 40
+    result.close()
+    # four distinct texts, and one more reading of the text that names its user
+    assert calls["read"] == 5

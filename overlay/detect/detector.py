@@ -122,6 +122,7 @@ class Detector:
         self._cache: OrderedDict[tuple[str, str, str], Reading] = OrderedDict()
         self._terms: OrderedDict[tuple[str, str, str], tuple[frozenset, frozenset]] = OrderedDict()
         self._cache_size = cache_size
+        self._texts: dict[str, Reading] = {}     # text -> its reading for no subject in particular
         # (newer text, older text, older key) -> the pair model's probability (rules mode)
         self._pair_scores: dict[tuple[str, str, str | None], float | None] = {}
 
@@ -229,10 +230,7 @@ class Detector:
         ck = (text, fact.subject or "", fact.key or "")
         r = self._cache.get(ck)
         if r is None:
-            words = subject_words(fact.subject)
-            r = self.extractor.read(text, words)
-            if words:
-                r = _without_names(r, words)
+            r = self._text_reading(text, subject_words(fact.subject))
             keyed = self._key_slot(fact, r)
             if keyed is not None:
                 r = replace(r, slots=r.slots + (keyed,))
@@ -242,6 +240,20 @@ class Detector:
         else:
             self._cache.move_to_end(ck)
         return r
+
+    def _text_reading(self, text: str, words: frozenset[str]) -> Reading:
+        """The extractor's reading of ``text`` for a subject named ``words``: read once per
+        text and shared by every subject whose name it does not mention (the same memory
+        of many users is extracted once); read for the subject itself where it does."""
+        base = self._texts.get(text)
+        if base is None:
+            base = self.extractor.read(text)
+            if len(self._texts) >= self._cache_size:
+                self._texts.clear()
+            self._texts[text] = base
+        if not words or not (self.extractor.names_a_word(base.text, words) or _names_in(base, words)):
+            return base
+        return _without_names(self.extractor.read(text, words), words)
 
     def _key_slot(self, fact: FactView, r: Reading) -> Slot | None:
         """The slot a fact's store key names, holding the fact's text as its value, when the
@@ -629,6 +641,12 @@ def subject_words(subject: str | None) -> frozenset[str]:
     """The words of a subject id that may name the person ("u_alice" -> {"alice"})."""
     return frozenset(w for w in _NAME_PARTS.split((subject or "").lower())
                      if len(w) > 2 and not w.isdigit())
+
+
+def _names_in(r: Reading, names: frozenset[str]) -> bool:
+    """Whether ``_without_names`` would change ``r``: an anchor or a cue's scope word is a name."""
+    return any(_name_form(w, n) for n in names for w in r.anchors) or any(
+        _name_form(w, n) for n in names for c in r.cues for w in c.scope)
 
 
 def _without_names(r: Reading, names: frozenset[str]) -> Reading:
