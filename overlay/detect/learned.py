@@ -75,6 +75,13 @@ def hashed(text: str, buckets: int) -> dict[int, float]:
     return {k: v / n for k, v in feats.items()}
 
 
+def _bucket(s: str, buckets: int) -> int:
+    return zlib.crc32(s.encode("utf-8")) % buckets
+
+
+_BUCKET_CACHE = 50_000     # words (and word pairs) whose buckets a topic model keeps
+
+
 class TopicModel:
     """Slot distribution of a text (multinomial logistic regression over hashed n-grams)."""
 
@@ -84,13 +91,51 @@ class TopicModel:
         self.bias: list[float] = data["bias"]
         self.w: dict[int, list[tuple[int, float]]] = {
             int(k): [(int(c), float(x)) for c, x in v] for k, v in data["weights"].items()}
+        # what hashed() computes per word and per word pair, kept: most n-grams recur
+        self._word_buckets: dict[str, tuple[int, ...]] = {}
+        self._pair_buckets: dict[str, int] = {}
+
+    def features(self, text: str) -> dict[int, float]:
+        """``hashed(text, self.buckets)``, the same buckets in the same order, with each word's
+        and word pair's buckets computed once per model (bounded caches)."""
+        ws = tokens(text)
+        words, pairs, buckets = self._word_buckets, self._pair_buckets, self.buckets
+        if len(words) > _BUCKET_CACHE:
+            words.clear()
+        if len(pairs) > _BUCKET_CACHE:
+            pairs.clear()
+        feats: dict[int, float] = {}
+        get = feats.get
+        prev = None
+        for w in ws:
+            hs = words.get(w)
+            if hs is None:
+                p = f" {w} "
+                hs = words[w] = (_bucket("w:" + w, buckets),
+                                 *(_bucket("c:" + p[j:j + 4], buckets) for j in range(max(1, len(p) - 3))))
+            h = hs[0]
+            feats[h] = get(h, 0.0) + 1.0
+            if prev is not None:
+                b = prev + "_" + w
+                h = pairs.get(b)
+                if h is None:
+                    h = pairs[b] = _bucket("b:" + b, buckets)
+                feats[h] = get(h, 0.0) + 1.0
+            for h in hs[1:]:
+                feats[h] = get(h, 0.0) + 1.0
+            prev = w
+        n = math.sqrt(sum(v * v for v in feats.values())) or 1.0
+        return {k: v / n for k, v in feats.items()}
 
     @functools.lru_cache(maxsize=8192)
     def probs(self, text: str) -> tuple[float, ...]:
         z = list(self.bias)
-        for h, x in hashed(text, self.buckets).items():
-            for c, wt in self.w.get(h, ()):
-                z[c] += wt * x
+        weights = self.w
+        for h, x in self.features(text).items():
+            row = weights.get(h)
+            if row:
+                for c, wt in row:
+                    z[c] += wt * x
         m = max(z)
         e = [math.exp(v - m) for v in z]
         s = sum(e)
@@ -130,16 +175,28 @@ class Learned:
         self.cue_rx = {k: re.compile("|".join(f"(?:{r})" for r in v), re.I | re.M)
                        for k, v in cues.items()}
         self._info: dict[str, TextInfo] = {}
+        self._topic_cache: dict[str, tuple[tuple[float, ...], str, frozenset[str]]] = {}
+
+    def _topics(self, text: str) -> tuple[tuple[float, ...], str, frozenset[str]]:
+        """(distribution, top topic, likeliest topics) of a text: all the candidate index needs
+        (``topics_of``); the rest of ``info`` is read only for texts that meet in a pair."""
+        got = self._topic_cache.get(text)
+        if got is None:
+            if len(self._topic_cache) > 16384:
+                self._topic_cache.clear()
+            p = self.topics.probs(text)
+            order = sorted(range(len(p)), key=lambda i: -p[i])
+            top = self.topics.classes[order[0]]
+            tops = frozenset(self.topics.classes[i] for i in order[:TOP_K] if p[i] >= TOPIC_MIN) - {"other"}
+            got = self._topic_cache[text] = (p, top, tops)
+        return got
 
     def info(self, text: str) -> TextInfo:
         ti = self._info.get(text)
         if ti is None:
             if len(self._info) > 16384:
                 self._info.clear()
-            p = self.topics.probs(text)
-            order = sorted(range(len(p)), key=lambda i: -p[i])
-            top = self.topics.classes[order[0]]
-            tops = frozenset(self.topics.classes[i] for i in order[:TOP_K] if p[i] >= TOPIC_MIN) - {"other"}
+            p, top, tops = self._topics(text)
             cues = frozenset(k for k, rx in self.cue_rx.items() if rx.search(text))
             ws = tokens(text)
             content = frozenset(_stem(w) for w in ws if w not in _STOP and len(w) > 2)
@@ -156,7 +213,7 @@ class Learned:
 
     def topics_of(self, text: str, key: str | None = None) -> frozenset[str]:
         """The likeliest topics of a fact (its candidate-index terms)."""
-        return self.info(self.old_text(text, key)).tops
+        return self._topics(self.old_text(text, key))[2]
 
     @staticmethod
     def related(feats: dict[str, float]) -> bool:
@@ -170,6 +227,20 @@ class Learned:
                     and feats.get("e_multi", 0.0) >= feats.get("e_single", 0.0)
                     and "n_ending" not in feats)
         return near and not additive
+
+    def may_relate(self, new_text: str, old_text: str, old_key: str | None) -> bool:
+        """``related(features(...))`` of a rules-mode pair (no similarity, no embeddings),
+        without building the features: most pairs a block meets fail the gate, and the
+        features cost a pass over every topic. Keep it in step with ``related``
+        (tests/test_learned.py compares the two on many pairs)."""
+        n = self.info(new_text)
+        o = self.info(self.old_text(old_text, old_key))
+        if not n.tops & o.tops:
+            return False
+        if "ending" in n.cues:
+            return True
+        pairs_min = [min(a, b) for a, b in zip(n.probs, o.probs)]
+        return not sum(pairs_min[i] for i in self.multi) > sum(pairs_min[i] for i in self.single)
 
     def emb_probs(self, text: str, vector) -> tuple[float, ...] | None:
         """Topic distribution of an embedded text: softmax over its cosine to each prototype
