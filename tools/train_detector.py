@@ -34,7 +34,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
 from memwatch_overlay.overlay.detect.detector import Detector, FactView  # noqa: E402
-from memwatch_overlay.overlay.detect.learned import Learned, hashed, load_cues  # noqa: E402
+from memwatch_overlay.overlay.detect.learned import Learned, load_cues, topic_features  # noqa: E402
+from memwatch_overlay.overlay.detect.wordvec import load_word_vectors  # noqa: E402
 import slot_corpus  # noqa: E402
 
 BUCKETS = 1 << 15
@@ -64,20 +65,24 @@ def _matrix(rows: list[dict[int, float]], n_cols: int):
     return csr_matrix((data, ind, ptr), shape=(len(rows), n_cols))
 
 
-def train_topics(seed: int = 7, prune: float = 0.02) -> tuple[dict, float]:
+def train_topics(seed: int = 7, prune: float = 0.02, static: bool = True) -> tuple[dict, float]:
+    """Fit the topic model; ``static``: the text's static word vector (rules/word_vectors.bin)
+    is a feature beside the hashed n-grams."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import GroupKFold
     import numpy as np
+    wv = load_word_vectors() if static else None
+    dims = wv.dims if wv is not None else 0
     rows, labels, groups = [], [], []
     tid = 0
     for slot, temps in slot_corpus.T.items():
         for t in temps:
             tid += 1
             for text in _fills(t, seed):
-                rows.append(hashed(text, BUCKETS))
+                rows.append(topic_features(text, BUCKETS, wv))
                 labels.append(slot)
                 groups.append(tid)
-    X = _matrix(rows, BUCKETS)
+    X = _matrix(rows, BUCKETS + dims)
     y = np.array(labels)
     hits = 0
     for tr, te in GroupKFold(5).split(X, y, groups):
@@ -91,7 +96,7 @@ def train_topics(seed: int = 7, prune: float = 0.02) -> tuple[dict, float]:
     for h in np.nonzero(np.abs(W).max(axis=0) >= prune)[0]:
         col = W[:, h]
         weights[str(int(h))] = [[int(c), round(float(col[c]), 3)] for c in np.nonzero(np.abs(col) >= prune)[0]]
-    data = {"version": 1, "buckets": BUCKETS, "classes": classes,
+    data = {"version": 1, "buckets": BUCKETS, "dense_dims": dims, "classes": classes,
             "bias": [round(float(b), 4) for b in m.intercept_], "weights": weights,
             "trained_on": f"tools/slot_corpus.py: {len(y)} sentences, {tid} templates, {len(classes)} slots",
             "cv_accuracy_by_template": round(acc, 3)}
@@ -304,7 +309,7 @@ def main(argv=None) -> int:
         from memwatch_overlay.overlay.detect.embeddings import Embedder
         embedder = Embedder()
         protos = build_prototypes(topic, embedder)
-    learned = Learned(topic, {"modes": {}}, *load_cues(), prototypes=protos)
+    learned = Learned(topic, {"modes": {}}, *load_cues(), prototypes=protos, wordvec=load_word_vectors())
     cases = {p: load_cases(p) for p in a.cases}
     if embedder is not None:
         embedder.embed(sorted({c["new_text"] for cs in cases.values() for c in cs}
