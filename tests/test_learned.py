@@ -150,12 +150,13 @@ def _case_texts():
 
 
 def test_topic_model_features_are_the_hashed_ngrams_bucket_for_bucket():
-    from memwatch_overlay.overlay.detect.learned import hashed
+    from memwatch_overlay.overlay.detect.learned import topic_features
     topics = load_learned().topics
+    assert topics.wordvec is not None          # the shipped model reads the word vectors too
     texts = [t for o, k, n in _case_texts() for t in (o, n, f"{k}: {o}")]
     texts += ["", "a", "I'm   Bob", "naïve café in Zürich", "x-ray of my left arm, 2024"]
     for t in texts + texts:                 # the second pass reads the cached buckets
-        assert list(topics.features(t).items()) == list(hashed(t, topics.buckets).items())
+        assert list(topics.features(t).items()) == list(topic_features(t, topics.buckets, topics.wordvec).items())
 
 
 def test_the_cheap_rules_mode_gate_agrees_with_the_features_gate():

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from memwatch_overlay.overlay.detect.wordvec import WordVectors, load_word_vectors
+
 _WORD = re.compile(r"[@\w][\w@.+'-]*")
 _CAP = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w'-]+)")
 _VALUEISH = re.compile(r"@\w+|\b[\w.+-]+@[\w-]+\.\w+|\+?\d[\d\s-]{5,}\d|\b\d+(?:[.,]\d+)?\b")
@@ -47,6 +49,8 @@ then than there here what when who how all any some more most much one""".split(
 TOP_K = 2            # a pair is related when the two likeliest topics of each text meet
 TOPIC_MIN = 0.25     # ... counting only topics at least this likely
 SIM_GATE = 0.3       # ... or, in the embeddings mode, when the texts are at least this similar
+WSIM_GATE = 0.35     # ... or when their static word vectors (wordvec.py) are at least this close
+DENSE_SCALE = 1.0    # weight of a text's static word vector among the topic model's features
 CUES = ("change", "ending", "start", "hedge", "question", "other_person", "past_habit",
         "temporary", "addition", "still", "negation")
 
@@ -82,22 +86,36 @@ def _bucket(s: str, buckets: int) -> int:
 _BUCKET_CACHE = 50_000     # words (and word pairs) whose buckets a topic model keeps
 
 
-class TopicModel:
-    """Slot distribution of a text (multinomial logistic regression over hashed n-grams)."""
+def topic_features(text: str, buckets: int, wv: WordVectors | None) -> dict[int, float]:
+    """The topic model's inputs: hashed n-grams (columns < buckets) and, when the model was
+    fitted with them, the text's static word vector (columns buckets .. buckets + dims)."""
+    feats = hashed(text, buckets)
+    if wv is not None:
+        v = wv.text_vector(text)
+        if v is not None:
+            for k, x in enumerate(v):
+                feats[buckets + k] = DENSE_SCALE * x
+    return feats
 
-    def __init__(self, data: dict):
+
+class TopicModel:
+    """Slot distribution of a text (multinomial logistic regression over hashed n-grams and,
+    when fitted with them, the static word vector of the text)."""
+
+    def __init__(self, data: dict, wordvec: WordVectors | None = None):
         self.classes: list[str] = data["classes"]
         self.buckets: int = data["buckets"]
         self.bias: list[float] = data["bias"]
         self.w: dict[int, list[tuple[int, float]]] = {
             int(k): [(int(c), float(x)) for c, x in v] for k, v in data["weights"].items()}
+        self.wordvec = wordvec if data.get("dense_dims") else None
         # what hashed() computes per word and per word pair, kept: most n-grams recur
         self._word_buckets: dict[str, tuple[int, ...]] = {}
         self._pair_buckets: dict[str, int] = {}
 
     def features(self, text: str) -> dict[int, float]:
-        """``hashed(text, self.buckets)``, the same buckets in the same order, with each word's
-        and word pair's buckets computed once per model (bounded caches)."""
+        """``topic_features(text, self.buckets, self.wordvec)``: the same buckets in the same
+        order, with each word's and word pair's buckets computed once per model (bounded caches)."""
         ws = tokens(text)
         words, pairs, buckets = self._word_buckets, self._pair_buckets, self.buckets
         if len(words) > _BUCKET_CACHE:
@@ -125,7 +143,13 @@ class TopicModel:
                 feats[h] = get(h, 0.0) + 1.0
             prev = w
         n = math.sqrt(sum(v * v for v in feats.values())) or 1.0
-        return {k: v / n for k, v in feats.items()}
+        feats = {k: v / n for k, v in feats.items()}
+        if self.wordvec is not None:
+            v = self.wordvec.text_vector(text)
+            if v is not None:
+                for k, x in enumerate(v):
+                    feats[buckets + k] = DENSE_SCALE * x
+        return feats
 
     @functools.lru_cache(maxsize=8192)
     def probs(self, text: str) -> tuple[float, ...]:
@@ -156,14 +180,17 @@ class TextInfo:
     cues: frozenset[str]
     content: frozenset[str]
     values: frozenset[str]
+    vec: tuple[float, ...] | None = None                     # static word vector of the text
+    words: tuple[tuple[str, tuple[float, ...]], ...] = ()   # its content words' vectors
 
 
 class Learned:
     """The topic model, the cue lexicons and the pair model weights of each mode."""
 
     def __init__(self, topic: dict, pair: dict, cues: dict, groups: dict | None = None,
-                 prototypes: dict | None = None):
-        self.topics = TopicModel(topic)
+                 prototypes: dict | None = None, wordvec: WordVectors | None = None):
+        self.wordvec = wordvec
+        self.topics = TopicModel(topic, wordvec)
         # embeddings mode: one mean sentence vector per topic (same order as the topic model)
         self.prototypes = prototypes
         self._proto_matrix = None
@@ -204,7 +231,10 @@ class Learned:
             vals |= {re.sub(r"\D", "", v) if v[0].isdigit() or v[0] == "+" else v.lower()
                      for v in _VALUEISH.findall(text)}
             vals |= {str(_NUMWORDS[w]) for w in ws if w in _NUMWORDS}
-            ti = self._info[text] = TextInfo(p, top, tops, cues, content, frozenset(vals))
+            wv = self.wordvec
+            ti = self._info[text] = TextInfo(
+                p, top, tops, cues, content, frozenset(vals),
+                wv.text_vector(text) if wv else None, tuple(wv.word_vectors(text)) if wv else ())
         return ti
 
     def old_text(self, text: str, key: str | None) -> str:
@@ -220,7 +250,7 @@ class Learned:
         """The gate: only pairs on a shared topic (or similar enough), and not an addition to
         a multi-valued topic, are scored."""
         near = (feats.get("t_top2", 0.0) > 0 or feats.get("sim", 0.0) >= SIM_GATE
-                or feats.get("e_same", 0.0) > 0)
+                or feats.get("e_same", 0.0) > 0 or feats.get("w_sim", 0.0) >= WSIM_GATE)
         # on a multi-valued topic (languages, foods, hobbies) a new value is an addition unless
         # the newer text ends something
         additive = (feats.get("t_multi", 0.0) > feats.get("t_single", 0.0)
@@ -235,7 +265,8 @@ class Learned:
         (tests/test_learned.py compares the two on many pairs)."""
         n = self.info(new_text)
         o = self.info(self.old_text(old_text, old_key))
-        if not n.tops & o.tops:
+        if not n.tops & o.tops and (n.vec is None or o.vec is None
+                                    or sum(a * b for a, b in zip(n.vec, o.vec)) < WSIM_GATE):
             return False
         if "ending" in n.cues:
             return True
@@ -304,6 +335,8 @@ class Learned:
         f["val_new*t_single"] = single * f["val_new"]
         f["val_new*t_multi"] = multi * f["val_new"]
         f["old_key"] = float(bool(old_key))
+        if n.vec is not None and o.vec is not None:
+            f.update(_static_features(n, o, mn, single))
         if sim is not None:
             f["sim"] = sim
             f["sim2"] = sim * sim
@@ -342,6 +375,34 @@ class Learned:
         return float(self.modes[mode]["threshold"])
 
 
+def _static_features(n: TextInfo, o: TextInfo, t_min: float, t_single: float) -> dict[str, float]:
+    """Pair features from the static word vectors: how close the two texts are, how much of the
+    older text the newer one covers with the same or related words, and whether a word of the
+    older text meets a related but different word (same kind, another value: Boston ->
+    Providence, iPhone -> Pixel)."""
+    ws = sum(a * b for a, b in zip(n.vec, o.vec))
+    f = {"w_sim": ws, "w_sim2": ws * ws, "w_sim*t_min": ws * t_min, "w_sim*t_single": ws * t_single}
+    best, near, exact = [], 0.0, 0
+    new_words = {w for w, _ in n.words}
+    for w, v in o.words:
+        if w in new_words:
+            exact += 1
+            best.append(1.0)
+            continue
+        m = max((sum(a * b for a, b in zip(v, u)) for _, u in n.words), default=0.0)
+        best.append(m)
+        near = max(near, m)
+    if best:
+        f["w_cover"] = sum(best) / len(best)
+        f["w_exact"] = exact / len(best)
+    f["w_near"] = near
+    for c in ("change", "ending", "start", "hedge", "other_person", "still", "past_habit", "temporary"):
+        if c in n.cues:
+            f[f"n_{c}*w_sim"] = ws
+            f[f"n_{c}*w_near"] = near
+    return f
+
+
 def _stem(w: str) -> str:
     for suf in ("ing", "ed", "es", "s"):
         if len(w) > len(suf) + 3 and w.endswith(suf):
@@ -374,4 +435,4 @@ def load_learned(topic_path: str | None = None, pair_path: str | None = None) ->
         protos = json.loads(_rules_file("topic_prototypes.json").read_text(encoding="utf-8"))
     except FileNotFoundError:
         protos = None
-    return Learned(topic, pair, *load_cues(), prototypes=protos)
+    return Learned(topic, pair, *load_cues(), prototypes=protos, wordvec=load_word_vectors())
