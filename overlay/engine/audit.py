@@ -136,7 +136,7 @@ class AuditResult:
 
     def iter_fact_lines(self) -> Iterator[str]:
         """iter_facts() as the JSON report writes them: each fact's JSON text (fact_lines)."""
-        return fact_lines(self.store.iter_report_rows(self.source_ids))
+        return fact_lines(self.store.iter_report_line_rows(self.source_ids))
 
     def contradictions(self) -> Iterator[dict]:
         return self.store.iter_contradictions(self.source_ids)
@@ -192,11 +192,13 @@ _FACT_LINE = ('{"source": %s, "table": %s, "pk": %s, "ref": %s, "subject": %s, "
 
 
 def fact_lines(rows: Iterable[Sequence]) -> Iterator[str]:
-    """Rows of REPORT_COLUMNS as JSON text, each exactly the encoder's text of its fact_dicts()
-    dict (tests/test_report_lines.py), without building the dict: strings are quoted and
-    finite floats written by the functions the encoder itself calls (inline for the usual
-    types), and anything else (ints, non-finite floats, a pk or annotations that need
-    parsing) goes through the encoder."""
+    """Rows of the store's iter_report_line_rows() (REPORT_COLUMNS, then the JSON text of
+    three ISO times or NULLs) as JSON text, each exactly the encoder's text of the row's
+    fact_dicts() dict (tests/test_report_lines.py), without building the dict: strings are
+    quoted and finite floats written by the functions the encoder itself calls (inline for
+    the usual types), times the database did not write go through to_iso(), and anything
+    else (ints, non-finite floats, a pk or annotations that need parsing) through the
+    encoder."""
     iso = _IsoJson()
     loads, encode, quote = jsontext.loads, _encode, _encode_str
     plain_pk = _PLAIN_PK.fullmatch
@@ -208,7 +210,7 @@ def fact_lines(rows: Iterable[Sequence]) -> Iterator[str]:
 
     for (source, table, pk, ref, subject, key, text, category, created_at, updated_at, age_days,
          freshness, label, days_left, days_until_expired, expires_at, expired_by, confidence, status,
-         contradicted_by, first_seen, annotations) in rows:
+         contradicted_by, first_seen, annotations, created_iso, updated_iso, expires_iso) in rows:
         # v - v == 0.0 holds for every finite float and for no inf or nan
         yield _FACT_LINE % (
             quote(source) if source.__class__ is STR else other(source),
@@ -219,7 +221,7 @@ def fact_lines(rows: Iterable[Sequence]) -> Iterator[str]:
             quote(key) if key.__class__ is STR else other(key),
             quote(text) if text.__class__ is STR else other(text),
             quote(category) if category.__class__ is STR else other(category),
-            iso[created_at], iso[updated_at],
+            created_iso or iso[created_at], updated_iso or iso[updated_at],
             float_text(age_days) if age_days.__class__ is FLOAT and age_days - age_days == 0.0 else other(age_days),
             float_text(freshness) if freshness.__class__ is FLOAT and freshness - freshness == 0.0
             else other(freshness),
@@ -228,7 +230,7 @@ def fact_lines(rows: Iterable[Sequence]) -> Iterator[str]:
             else other(days_left),
             float_text(days_until_expired) if days_until_expired.__class__ is FLOAT
             and days_until_expired - days_until_expired == 0.0 else other(days_until_expired),
-            iso[expires_at],
+            expires_iso or iso[expires_at],
             quote(expired_by) if expired_by.__class__ is STR else other(expired_by),
             float_text(confidence) if confidence.__class__ is FLOAT and confidence - confidence == 0.0
             else other(confidence),
