@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import itertools
 import json
 import queue
 import threading
@@ -166,11 +167,18 @@ class SyncEngine:
         store = self.store
         next_change = partial(self.next_change_at, now=time.time())
         with store.transaction():
+            pages = store.unscored_pages(as_of, source_ids, fact_ids, batch)
             dropped: list[str] = []
-            if fact_ids is None and store.dialect == "sqlite" and store.max_fact_id() >= BULK_MIN \
-                    and store.count_unscored(as_of, source_ids) >= BULK_MIN:
-                dropped = store.drop_bulk_indexes(("facts_next_change",))
-            n = self._score_pages(store.unscored_pages(as_of, source_ids, fact_ids, batch), as_of, next_change)
+            if fact_ids is None and store.dialect == "sqlite" and store.max_fact_id() >= BULK_MIN:
+                first = next(pages, [])
+                if len(first) < batch:     # less than a page to rescore (a re-audit at the same as-of)
+                    pages = itertools.chain([first], pages)
+                else:
+                    pages.close()          # its read ends before the index is dropped
+                    if store.count_unscored(as_of, source_ids) >= BULK_MIN:
+                        dropped = store.drop_bulk_indexes(("facts_next_change",))
+                    pages = store.unscored_pages(as_of, source_ids, fact_ids, batch)
+            n = self._score_pages(pages, as_of, next_change)
             if dropped:
                 store.create_indexes(dropped)
             return n
