@@ -49,7 +49,6 @@ then than there here what when who how all any some more most much one""".split(
 TOP_K = 2            # a pair is related when the two likeliest topics of each text meet
 TOPIC_MIN = 0.25     # ... counting only topics at least this likely
 SIM_GATE = 0.3       # ... or, in the embeddings mode, when the texts are at least this similar
-WSIM_GATE = 0.35     # ... or when their static word vectors (wordvec.py) are at least this close
 DENSE_SCALE = 1.0    # weight of a text's static word vector among the topic model's features
 CUES = ("change", "ending", "start", "hedge", "question", "other_person", "past_habit",
         "temporary", "addition", "still", "negation")
@@ -248,9 +247,15 @@ class Learned:
     @staticmethod
     def related(feats: dict[str, float]) -> bool:
         """The gate: only pairs on a shared topic (or similar enough), and not an addition to
-        a multi-valued topic, are scored."""
+        a multi-valued topic, are scored.
+
+        In the rules mode a shared topic is the only way in: topics are the candidate-index
+        terms of the block walk (blocks.py), so the walk meets every pair this gate lets
+        through. The static word vectors weigh a pair (features) but never open the gate: a
+        similarity threshold would relate pairs the index never proposes, which an audit
+        would then miss while comparing every pair found them."""
         near = (feats.get("t_top2", 0.0) > 0 or feats.get("sim", 0.0) >= SIM_GATE
-                or feats.get("e_same", 0.0) > 0 or feats.get("w_sim", 0.0) >= WSIM_GATE)
+                or feats.get("e_same", 0.0) > 0)
         # on a multi-valued topic (languages, foods, hobbies) a new value is an addition unless
         # the newer text ends something
         additive = (feats.get("t_multi", 0.0) > feats.get("t_single", 0.0)
@@ -265,8 +270,7 @@ class Learned:
         (tests/test_learned.py compares the two on many pairs)."""
         n = self.info(new_text)
         o = self.info(self.old_text(old_text, old_key))
-        if not n.tops & o.tops and (n.vec is None or o.vec is None
-                                    or sum(a * b for a, b in zip(n.vec, o.vec)) < WSIM_GATE):
+        if not n.tops & o.tops:
             return False
         if "ending" in n.cues:
             return True
