@@ -159,6 +159,26 @@ def test_topic_model_features_are_the_hashed_ngrams_bucket_for_bucket():
         assert list(topics.features(t).items()) == list(topic_features(t, topics.buckets, topics.wordvec).items())
 
 
+def test_topic_probabilities_are_the_plain_weighted_sums_bit_for_bit():
+    import math
+    from memwatch_overlay.overlay.detect.learned import topic_features
+    topics = load_learned().topics
+
+    def reference(text):
+        z = list(topics.bias)
+        for h, x in topic_features(text, topics.buckets, topics.wordvec).items():
+            for c, wt in topics.w.get(h, ()):
+                z[c] += wt * x
+        m = max(z)
+        e = [math.exp(v - m) for v in z]
+        s = sum(e)
+        return tuple(v / s for v in e)
+    texts = [t for o, k, n in _case_texts() for t in (o, n, f"{k}: {o}")]
+    texts += ["", "a", "zzqx", "naïve café in Zürich", "x-ray of my left arm, 2024"]
+    for t in texts:
+        assert topics.probs.__wrapped__(topics, t) == reference(t), t
+
+
 def test_the_cheap_rules_mode_gate_agrees_with_the_features_gate():
     m = load_learned()
     cases = _case_texts()
