@@ -33,6 +33,7 @@ import tomllib
 import zlib
 from dataclasses import dataclass
 from importlib import resources
+from operator import mul
 from pathlib import Path
 
 from memwatch_overlay.overlay.detect.wordvec import WordVectors, load_word_vectors
@@ -294,11 +295,11 @@ class Learned:
         n = self.info(new_text)
         o = self.info(self.old_text(old_text, old_key))
         if not n.tops & o.tops and (n.vec is None or o.vec is None
-                                    or sum(a * b for a, b in zip(n.vec, o.vec)) < WSIM_GATE):
+                                    or sum(map(mul, n.vec, o.vec)) < WSIM_GATE):
             return False
         if "ending" in n.cues:
             return True
-        pairs_min = [min(a, b) for a, b in zip(n.probs, o.probs)]
+        pairs_min = list(map(min, n.probs, o.probs))
         return not sum(pairs_min[i] for i in self.multi) > sum(pairs_min[i] for i in self.single)
 
     def emb_probs(self, text: str, vector) -> tuple[float, ...] | None:
@@ -331,10 +332,10 @@ class Learned:
         f: dict[str, float] = {"r_" + rule: 1.0, "r_conf": rule_conf,
                                "r_confirmed": float(confirmed)}
         other = self.topics.classes.index("other") if "other" in self.topics.classes else -1
-        dot = sum(a * b for a, b in zip(n.probs, o.probs))
-        mn = sum(min(a, b) for i, (a, b) in enumerate(zip(n.probs, o.probs)) if i != other)
+        dot = sum(map(mul, n.probs, o.probs))
+        pairs_min = list(map(min, n.probs, o.probs))
+        mn = sum(x for i, x in enumerate(pairs_min) if i != other)
         same = n.top == o.top and n.top != "other"
-        pairs_min = [min(a, b) for a, b in zip(n.probs, o.probs)]
         single = sum(pairs_min[i] for i in self.single)
         multi = sum(pairs_min[i] for i in self.multi)
         f.update(t_single=single, t_multi=multi, t_top2=float(bool(n.tops & o.tops)))
@@ -408,7 +409,7 @@ def _static_features(n: TextInfo, o: TextInfo, t_min: float, t_single: float) ->
     older text the newer one covers with the same or related words, and whether a word of the
     older text meets a related but different word (same kind, another value: Boston ->
     Providence, iPhone -> Pixel)."""
-    ws = sum(a * b for a, b in zip(n.vec, o.vec))
+    ws = sum(map(mul, n.vec, o.vec))
     f = {"w_sim": ws, "w_sim2": ws * ws, "w_sim*t_min": ws * t_min, "w_sim*t_single": ws * t_single}
     best, near, exact = [], 0.0, 0
     new_words = {w for w, _ in n.words}
@@ -417,7 +418,7 @@ def _static_features(n: TextInfo, o: TextInfo, t_min: float, t_single: float) ->
             exact += 1
             best.append(1.0)
             continue
-        m = max((sum(a * b for a, b in zip(v, u)) for _, u in n.words), default=0.0)
+        m = max((sum(map(mul, v, u)) for _, u in n.words), default=0.0)
         best.append(m)
         near = max(near, m)
     if best:
