@@ -250,7 +250,7 @@ class Learned:
     def info(self, text: str) -> TextInfo:
         ti = self._info.get(text)
         if ti is None:
-            if len(self._info) > 16384:
+            if len(self._info) > 4096:     # an entry holds its words' vectors (~2 KB each)
                 self._info.clear()
             p, top, tops = self._topics(text)
             cues = frozenset(k for k, rx in self.cue_rx.items() if rx.search(text))
