@@ -16,7 +16,8 @@ Usage (needs the `train` extra: scikit-learn, numpy):
    Figures per cases file and pooled, per category and subtype. A pair counts as flagged when
    the rules flag it or the pair model's probability reaches the threshold (what Detector does).
 3. --write fits on everything (threshold: the median of the outer folds' thresholds) and writes
-   rules/topic_model.json and the mode's entry of rules/pair_model.json.
+   rules/topic_model.json and the mode's file: rules/pair_model.json (rules mode) or
+   rules/pair_model_embeddings.json (--embeddings, with rules/topic_prototypes.json).
 
 The cases files are arguments; nothing from them is copied into the project.
 """
@@ -43,7 +44,8 @@ DAY = 86400.0
 TOPIC_FILE = ROOT / "rules" / "topic_model.json"
 PROTO_FILE = ROOT / "rules" / "topic_prototypes.json"
 PROTO_SCALE = 20.0
-PAIR_FILE = ROOT / "rules" / "pair_model.json"
+PAIR_FILES = {"rules": ROOT / "rules" / "pair_model.json",
+              "embeddings": ROOT / "rules" / "pair_model_embeddings.json"}
 
 
 def load_cases(path: str) -> list[dict]:
@@ -293,7 +295,8 @@ def main(argv=None) -> int:
     ap.add_argument("--reuse-topics", action="store_true", help="keep rules/topic_model.json as it is")
     a = ap.parse_args(argv)
 
-    if a.reuse_topics and TOPIC_FILE.exists():
+    reused = a.reuse_topics and TOPIC_FILE.exists()
+    if reused:
         topic = json.loads(TOPIC_FILE.read_text())
         acc = topic["cv_accuracy_by_template"]
     else:
@@ -327,16 +330,19 @@ def main(argv=None) -> int:
         keep = [e for e in ex if not e[6]]
         v, m = _fit([e[3] for e in keep] + [o[0] for o in own], [e[4] for e in keep] + [o[1] for o in own], a.C)
         weights = {name: round(float(w), 4) for name, w in zip(v.feature_names_, m.coef_[0]) if abs(w) >= 1e-4}
-        pair = json.loads(PAIR_FILE.read_text()) if PAIR_FILE.exists() else {"version": 1, "modes": {}}
+        pair_file = PAIR_FILES[mode]
+        pair = json.loads(pair_file.read_text()) if pair_file.exists() else {"version": 1, "modes": {}}
         pair["modes"][mode] = {"bias": round(float(m.intercept_[0]), 4), "weights": weights,
                                "threshold": statistics.median(ths), "C": a.C,
                                "trained_on": [Path(p).name for p in a.cases] + ["tools/slot_corpus.py"],
                                "pairs": len(keep)}
-        TOPIC_FILE.write_text(json.dumps(topic, separators=(",", ":")) + "\n")
+        if not reused:
+            TOPIC_FILE.write_text(json.dumps(topic, separators=(",", ":")) + "\n")
         if protos is not None:
             PROTO_FILE.write_text(json.dumps(protos, separators=(",", ":")) + "\n")
-        PAIR_FILE.write_text(json.dumps(pair, indent=1, sort_keys=True) + "\n")
-        print(f"wrote {TOPIC_FILE.relative_to(ROOT)} and {PAIR_FILE.relative_to(ROOT)} [{mode}]")
+        pair_file.write_text(json.dumps(pair, indent=1, sort_keys=True) + "\n")
+        print(f"wrote {pair_file.relative_to(ROOT)} [{mode}]" + ("" if reused else " and "
+              f"{TOPIC_FILE.relative_to(ROOT)}") + (f" and {PROTO_FILE.relative_to(ROOT)}" if protos else ""))
     return 0
 
 

@@ -509,7 +509,7 @@ class Detector:
 
     def _learned(self, new: FactView, old: FactView, v: _Verdict, sim) -> Contradiction | None:
         """The pair model's verdict on a pair the rules did not flag."""
-        mode = "rules" if sim is None else "embeddings"
+        mode = "embeddings" if sim is not None and "embeddings" in self.learned.modes else "rules"
         feats = self._features(new, old, v, sim)
         if not self.learned.related(feats):
             return None

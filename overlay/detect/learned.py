@@ -8,12 +8,13 @@ time) and shipped as JSON next to the slot pack:
                (employer, city, pets, diet, ...) plus "other". Trained on a self-written corpus of
                slot-labelled sentences (``tools/slot_corpus.py``), so it knows that "first payslip
                from Grab" and "Works at Google" talk about the same slot without a shared word.
-  pair model   ``rules/pair_model.json``: logistic regression over features of one (older, newer)
-               pair: what the rules said, slot agreement, value difference, change / ending /
-               hedge / other-person / question / past-habit / temporary / addition cues
-               (``rules/pair_cues.toml``) and, in the embeddings mode, cosine similarity. One
-               weight set per mode (``rules`` and ``embeddings``), each with its own threshold
-               chosen by nested grouped cross-validation.
+  pair model   logistic regression over features of one (older, newer) pair: what the rules
+               said, slot agreement, value difference, change / ending / hedge / other-person /
+               question / past-habit / temporary / addition cues (``rules/pair_cues.toml``)
+               and, in the embeddings mode, cosine similarity and prototype readings. One
+               weight set per mode, each in its own file with its own threshold chosen by
+               nested grouped cross-validation: ``rules/pair_model.json`` (mode ``rules``) and
+               ``rules/pair_model_embeddings.json`` (mode ``embeddings``).
 
 A pair the rules left undecided is flagged when the pair model's probability reaches the
 mode's threshold. Nothing here is per-case: every weight comes from fitting.
@@ -289,16 +290,38 @@ def load_cues(path: str | Path | None = None) -> tuple[dict[str, list[str]], dic
     return data["cues"], data.get("topics", {})
 
 
+# One file per mode, so the two modes are refitted (and edited) independently.
+PAIR_MODEL_FILES = {"rules": "pair_model.json", "embeddings": "pair_model_embeddings.json"}
+
+
+def load_pair_modes(paths: dict[str, str | Path] | None = None) -> dict[str, dict]:
+    """mode -> weights, from each mode's file (a mode whose file is missing is left out)."""
+    modes: dict[str, dict] = {}
+    for mode, name in PAIR_MODEL_FILES.items():
+        src = Path(paths[mode]) if paths and mode in paths else _rules_file(name)
+        try:
+            data = json.loads(src.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            continue
+        if mode in data.get("modes", {}):
+            modes[mode] = data["modes"][mode]
+    return modes
+
+
 @functools.lru_cache(maxsize=4)
-def load_learned(topic_path: str | None = None, pair_path: str | None = None) -> Learned | None:
-    """The shipped models (None when the weights are not installed)."""
+def load_learned(topic_path: str | None = None, pair_path: str | None = None,
+                 embeddings_pair_path: str | None = None) -> Learned | None:
+    """The shipped models (None when the topic model or the rules-mode weights are not installed)."""
     try:
         t = Path(topic_path) if topic_path else _rules_file("topic_model.json")
-        p = Path(pair_path) if pair_path else _rules_file("pair_model.json")
         topic = json.loads(t.read_text(encoding="utf-8"))
-        pair = json.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
+    paths = {k: v for k, v in (("rules", pair_path), ("embeddings", embeddings_pair_path)) if v}
+    modes = load_pair_modes(paths)
+    if "rules" not in modes:
+        return None
+    pair = {"modes": modes}
     try:
         protos = json.loads(_rules_file("topic_prototypes.json").read_text(encoding="utf-8"))
     except FileNotFoundError:
