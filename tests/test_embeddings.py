@@ -189,3 +189,49 @@ def test_a_sync_embeds_many_blocks_in_few_model_calls_and_finds_the_same(tmp_pat
     monkeypatch.setattr(detect_changed, "EMBED_BATCH", 1)       # one model call per block
     per_block, found_per_block = run("per_block.db")
     assert per_block.model_calls >= users and found_per_block == found
+
+
+def test_fixture_stores_planted_found_and_look_alikes_unflagged_with_embeddings(embedder):
+    """The embeddings mode on every fixture manifest: each planted contradiction found, no
+    other pair flagged, and no similar-but-not-contradicting pair flagged either way."""
+    from conftest import load_manifest
+    from test_contradictions_fixtures import FRAMEWORKS, _detect_all, _facts, _item_by_source
+
+    d = Detector(embedder=embedder)
+    for framework in FRAMEWORKS:
+        manifest = load_manifest(framework)
+        facts = _facts(manifest)
+        planted = {(it["item_id"], _item_by_source(manifest, it["expected"]["contradicted_by"]))
+                   for it in manifest["items"] if it["expected"].get("contradicted_by")}
+        assert _detect_all(facts, d) == planted, framework
+        for it in manifest["items"]:
+            if it.get("similar_but_not_contradicting"):
+                b = _item_by_source(manifest, it["similar_but_not_contradicting"])
+                old, new = sorted((facts[it["item_id"]], facts[b]), key=lambda f: f.learned_at)
+                assert d.compare(new, [old]) == [], f"{framework}: {old.text!r} flagged by {new.text!r}"
+
+
+def test_the_subjects_own_name_is_not_what_makes_two_facts_alike(embedder):
+    """MiniLM weighs a shared name heavily: the subject's name is encoded as "the user"."""
+    d = Detector(embedder=embedder)
+    named = FactView("o", "u_tomasz", None, "Tomasz works at Google on the Ads team.", "employment", 0.0)
+    assert d.embedding_text(named) == "the user works at Google on the Ads team."
+    other = FactView("n", "u_tomasz", None, "Google Cloud is the vendor for Tomasz's side project.", "general", 9.0)
+    assert d.embedding_text(other).endswith("for the user's side project.")
+    assert d.compare(other, [named]) == []
+    # another person's name stays what it is
+    assert "Marta" in d.embedding_text(FactView("x", "u_tomasz", None, "Marta moved to Gdansk", "general", 0.0))
+
+
+def test_clauses_of_a_long_message_are_encoded_and_weighed(embedder):
+    """A message that mixes topics: the clause about the older fact is found (cosine higher
+    than the whole text's) and the pair is flagged."""
+    from memwatch_overlay.overlay.detect.semantic_features import clauses
+    d = Detector(embedder=embedder)
+    old = FactView("o", "u", "city", "Lives in Leeds", "location", 0.0)
+    text = "long week. anyway: settled into the new flat in Bristol, and the cat hates the stairs"
+    assert len(clauses(text)) >= 2
+    new = FactView("n", "u", None, text, "general", 100 * 86400.0)
+    [f] = d.pair_features(new, [old])
+    assert f["s_csim"] > f["sim"] and f["s_clauses"] > 0
+    assert [c.older for c in d.compare(new, [old])] == ["o"]

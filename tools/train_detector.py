@@ -43,6 +43,7 @@ T0 = 1_800_000_000.0
 DAY = 86400.0
 TOPIC_FILE = ROOT / "rules" / "topic_model.json"
 PROTO_FILE = ROOT / "rules" / "topic_prototypes.json"
+CUE_PROTO_FILE = ROOT / "rules" / "cue_prototypes.json"
 PROTO_SCALE = 20.0
 PAIR_FILES = {"rules": ROOT / "rules" / "pair_model.json",
               "embeddings": ROOT / "rules" / "pair_model_embeddings.json"}
@@ -131,6 +132,24 @@ def build_prototypes(topic: dict, embedder, seed: int = 7) -> dict:
             "vectors": vecs}
 
 
+def build_cue_prototypes(embedder) -> dict:
+    """The example vectors of tools/cue_corpus.py per class (semantic_features.CuePrototypes)."""
+    import cue_corpus
+    from memwatch_overlay.overlay.detect.semantic_features import K_NEAREST, encode_matrix
+    groups = {}
+    for role, classes in (("newer", cue_corpus.NEWER), ("older", cue_corpus.OLDER)):
+        groups[role] = {c: encode_matrix(embedder.embed(texts)) for c, texts in classes.items()}
+    import numpy as np
+    groups["shifts"] = {}
+    for c, pairs in cue_corpus.SHIFTS.items():
+        d = (embedder.embed([b for _, b in pairs]) - embedder.embed([a for a, _ in pairs])).mean(axis=0)
+        groups["shifts"][c] = encode_matrix([d / (np.linalg.norm(d) or 1.0)])
+    n = sum(len(t) for cl in (cue_corpus.NEWER, cue_corpus.OLDER) for t in cl.values())
+    n += 2 * sum(len(p) for p in cue_corpus.SHIFTS.values())
+    return {"version": 1, "model": embedder.model_name, "dim": embedder.dim, "k": K_NEAREST,
+            "trained_on": f"tools/cue_corpus.py: {n} sentences", **groups}
+
+
 # ---------------------------------------------------------------- pair examples
 
 def pair_examples(cases_by_file: dict[str, list[dict]], learned: Learned, embedder=None):
@@ -154,14 +173,31 @@ def pair_examples(cases_by_file: dict[str, list[dict]], learned: Learned, embedd
     return out
 
 
-def own_examples(learned: Learned, embedder=None):
-    """The project's own labelled pairs (tests/contradiction_cases.py): training only, never scored."""
+# The minimal pairs of tools/cue_corpus.py are labelled pairs too (the embeddings mode trains on
+# them): these classes outdate the older fact, the others do not.
+SHIFT_OUTDATES = {"ended": 1, "switched": 1, "began": 1, "resolved": 1, "corrected": 1,
+                  "same": 0, "hedged": 0, "someone_else": 0, "temporary": 0}
+
+
+def own_examples(learned: Learned, embedder=None, shifts: bool = False):
+    """The project's own labelled pairs (tests/contradiction_cases.py, and with ``shifts`` the
+    minimal pairs of tools/cue_corpus.py): training only, never scored."""
     sys.path.insert(0, str(ROOT / "tests"))
     from contradiction_cases import PARAPHRASES
     det = Detector(learned=learned, embedder=embedder)
     out = []
+    if shifts:
+        import cue_corpus
+        flat = [(c, a, b) for c, pairs in cue_corpus.SHIFTS.items() for a, b in pairs
+                if c in SHIFT_OUTDATES]
+        # each minimal pair, and its newer text against another pair's older fact (a cue about
+        # something else outdates nothing)
+        PARAPHRASES = (list(PARAPHRASES) + [(a, None, b, SHIFT_OUTDATES[c]) for c, a, b in flat]
+                       + [(flat[i][1], None, flat[(i + 37) % len(flat)][2], 0) for i in range(len(flat))])
     if embedder is not None:
-        embedder.embed(sorted({p[0] for p in PARAPHRASES} | {p[2] for p in PARAPHRASES}))
+        embedder.embed(sorted({det.embedding_text(FactView("x", "case", None, p[0], "", 0.0)) for p in PARAPHRASES}
+                              | {t for p in PARAPHRASES
+                                 for t in det.embedding_texts(FactView("x", "case", None, p[2], "", 0.0))}))
     for old, key, new, label in PARAPHRASES:
         o = FactView("old", "case", key, old, "general", T0 - 300 * DAY)
         n = FactView("new", "case", None, new, "general", T0)
@@ -199,7 +235,21 @@ def _pick_threshold(probs, y, rule, min_p: float = 0.9) -> float:
     return best
 
 
-def cross_validate(ex, folds: int, C: float, min_p: float, own=()):
+def _pick_threshold_counted(probs, y, rule, min_p: float = 0.9, min_added: int = 5) -> float:
+    """The lowest threshold at which the pairs the model adds to the rules' (at least
+    ``min_added`` of them) are right at least ``min_p`` of the time; 0.95 when none is.
+    Unlike _pick_threshold a single wrong pair near the top does not end the scan (the
+    embeddings mode's inner folds hold few pairs above 0.8)."""
+    best = 0.95
+    for t in [x / 100 for x in range(95, 29, -1)]:
+        tp = sum(1 for p, g, r in zip(probs, y, rule) if not r and p >= t and g)
+        n = sum(1 for p, g, r in zip(probs, y, rule) if not r and p >= t)
+        if n >= min_added and tp / n >= min_p:
+            best = t
+    return best
+
+
+def cross_validate(ex, folds: int, C: float, min_p: float, own=(), picker=None):
     from sklearn.model_selection import GroupKFold
     idx = [i for i, e in enumerate(ex) if not e[6]]
     groups = [ex[i][1]["group"] for i in idx]
@@ -223,7 +273,7 @@ def cross_validate(ex, folds: int, C: float, min_p: float, own=()):
                         for i, p in zip(b, _prob(mdl, [feats[i] for i in b]))]
             inner_y += [y[i] for i in b]
             inner_r += [rule[i] for i in b]
-        t = _pick_threshold(inner_p, inner_y, inner_r, min_p)
+        t = (picker or _pick_threshold)(inner_p, inner_y, inner_r, min_p)
         ths.append(t)
         mdl = _fit([feats[i] for i in tr] + own_f, [y[i] for i in tr] + own_y, C)
         for i, p in zip(te, _prob(mdl, [feats[i] for i in te])):
@@ -281,6 +331,26 @@ def write_oof(ex, oof, folder: Path, tag: str) -> None:
                 f.write(json.dumps({"id": cid, "contradicted": sorted(flagged), "update": None}) + "\n")
 
 
+def _load_vectors(embedder, path: Path) -> None:
+    """Vectors of an earlier run (same model) into the embedder's memory cache."""
+    import numpy as np
+    if not path.exists():
+        return
+    data = np.load(path, allow_pickle=False)
+    if str(data["model"]) != embedder.model_name:
+        return
+    for t, v in zip(data["texts"], data["vectors"]):
+        embedder.remember(str(t), v)
+
+
+def _save_vectors(embedder, path: Path) -> None:
+    import numpy as np
+    texts = list(embedder._memory)
+    if texts:
+        np.savez(path, model=embedder.model_name, texts=np.array(texts),
+                 vectors=np.vstack([embedder._memory[t] for t in texts]))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("cases", nargs="+")
@@ -292,6 +362,12 @@ def main(argv=None) -> int:
     ap.add_argument("--write", action="store_true", help="write the fitted weights into rules/")
     ap.add_argument("--oof-dir", default=None, help="write out-of-fold predictions (score.py format) here")
     ap.add_argument("--report-json", default=None)
+    ap.add_argument("--vector-file", default=None,
+                    help="--embeddings: keep the sentence vectors in this .npz between runs (encoding dominates)")
+    ap.add_argument("--no-cue-prototypes", action="store_true",
+                    help="--embeddings: leave out the cue prototype features (an ablation)")
+    ap.add_argument("--no-shift-pairs", action="store_true",
+                    help="--embeddings: do not train on tools/cue_corpus.py's minimal pairs (an ablation)")
     ap.add_argument("--reuse-topics", action="store_true", help="keep rules/topic_model.json as it is")
     a = ap.parse_args(argv)
 
@@ -302,24 +378,40 @@ def main(argv=None) -> int:
     else:
         topic, acc = train_topics()
     print(f"topic model: {topic['trained_on']}; accuracy {acc:.3f} (5-fold CV grouped by template)")
-    embedder = protos = None
+    embedder = protos = cue_protos = None
     if a.embeddings:
         from memwatch_overlay.overlay.detect.embeddings import Embedder
         embedder = Embedder()
+        if a.vector_file:
+            _load_vectors(embedder, Path(a.vector_file))
         protos = build_prototypes(topic, embedder)
+        if not a.no_cue_prototypes:
+            cue_protos = build_cue_prototypes(embedder)
     learned = Learned(topic, {"modes": {}}, *load_cues(), prototypes=protos)
+    if cue_protos is not None:
+        from memwatch_overlay.overlay.detect.semantic_features import CuePrototypes
+        learned.cue_protos = CuePrototypes(cue_protos)
     cases = {p: load_cases(p) for p in a.cases}
     if embedder is not None:
-        embedder.embed(sorted({c["new_text"] for cs in cases.values() for c in cs}
-                              | {m["text"] for cs in cases.values() for c in cs for m in c["memories"]}))
+        det = Detector(learned=learned, embedder=embedder)
+
+        def view(text: str) -> FactView:
+            return FactView("x", "case", None, text, "", 0.0)
+        embedder.embed(sorted({t for cs in cases.values() for c in cs for t in det.embedding_texts(view(c["new_text"]))}
+                              | {det.embedding_text(view(m["text"])) for cs in cases.values() for c in cs
+                                 for m in c["memories"]}))
     ex = pair_examples(cases, learned, embedder)
     mode = "embeddings" if a.embeddings else "rules"
     print(f"{len(ex)} pairs, {sum(e[4] for e in ex)} contradicted; mode {mode}")
     rules_only = {i: (e[5] and not e[6], 0, 0) for i, e in enumerate(ex)}
     rep = {"rules_alone": report(ex, rules_only, "rules alone      ")}
-    own = own_examples(learned, embedder)
-    print(f"{len(own)} own labelled pairs (tests/contradiction_cases.py) added to every training fold")
-    oof, ths = cross_validate(ex, a.folds, a.C, a.min_precision, own)
+    own = own_examples(learned, embedder, shifts=a.embeddings and not a.no_shift_pairs)
+    if embedder is not None and a.vector_file:
+        _save_vectors(embedder, Path(a.vector_file))
+    print(f"{len(own)} own labelled pairs (tests/contradiction_cases.py"
+          + (", tools/cue_corpus.py" if len(own) > 188 else "") + ") added to every training fold")
+    oof, ths = cross_validate(ex, a.folds, a.C, a.min_precision, own,
+                              picker=_pick_threshold_counted if a.embeddings else None)
     print(f"outer-fold thresholds (nested grouped CV): {ths}")
     rep["cv"] = report(ex, oof, f"{a.folds}-fold grouped OOF")
     if a.oof_dir:
@@ -340,9 +432,12 @@ def main(argv=None) -> int:
             TOPIC_FILE.write_text(json.dumps(topic, separators=(",", ":")) + "\n")
         if protos is not None:
             PROTO_FILE.write_text(json.dumps(protos, separators=(",", ":")) + "\n")
+        if cue_protos is not None:
+            CUE_PROTO_FILE.write_text(json.dumps(cue_protos, indent=0) + "\n")
         pair_file.write_text(json.dumps(pair, indent=1, sort_keys=True) + "\n")
         print(f"wrote {pair_file.relative_to(ROOT)} [{mode}]" + ("" if reused else " and "
-              f"{TOPIC_FILE.relative_to(ROOT)}") + (f" and {PROTO_FILE.relative_to(ROOT)}" if protos else ""))
+              f"{TOPIC_FILE.relative_to(ROOT)}") + (f" and {PROTO_FILE.relative_to(ROOT)}" if protos else "")
+              + (f" and {CUE_PROTO_FILE.relative_to(ROOT)}" if cue_protos else ""))
     return 0
 
 

@@ -122,6 +122,8 @@ class Learned:
         self.topics = TopicModel(topic)
         # embeddings mode: one mean sentence vector per topic (same order as the topic model)
         self.prototypes = prototypes
+        # embeddings mode: example vectors of how a text speaks of a state (semantic_features.py)
+        self.cue_protos = None
         self._proto_matrix = None
         self._emb: dict[str, tuple[float, ...]] = {}
         groups = groups or {}
@@ -163,7 +165,8 @@ class Learned:
     def related(feats: dict[str, float]) -> bool:
         """The gate: only pairs on a shared topic (or similar enough), and not an addition to
         a multi-valued topic, are scored."""
-        near = (feats.get("t_top2", 0.0) > 0 or feats.get("sim", 0.0) >= SIM_GATE
+        near = (feats.get("t_top2", 0.0) > 0
+                or max(feats.get("sim", 0.0), feats.get("s_csim", 0.0)) >= SIM_GATE
                 or feats.get("e_same", 0.0) > 0)
         # on a multi-valued topic (languages, foods, hobbies) a new value is an addition unless
         # the newer text ends something
@@ -195,8 +198,10 @@ class Learned:
 
     def features(self, new_text: str, old_text: str, old_key: str | None,
                  rule: str, rule_conf: float, confirmed: bool,
-                 sim: float | None = None, emb: tuple | None = None) -> dict[str, float]:
-        """The pair features (names -> values) the pair model weighs."""
+                 sim: float | None = None, emb: tuple | None = None,
+                 names: frozenset[str] = frozenset()) -> dict[str, float]:
+        """The pair features (names -> values) the pair model weighs. ``names``: words naming
+        the subject ("tomasz"), never a value ("Tomasz's side project" names no new value)."""
         n = self.info(new_text)
         o = self.info(self.old_text(old_text, old_key))
         f: dict[str, float] = {"r_" + rule: 1.0, "r_conf": rule_conf,
@@ -224,9 +229,10 @@ class Learned:
         f["lex_jacc"] = len(shared) / len(union) if union else 0.0
         f["lex_shared"] = min(len(shared), 3) / 3.0
         f["lex_none"] = float(not shared)
-        nv, ov = n.values - o.values, o.values - n.values
+        n_values, o_values = without_names(n.values, names), without_names(o.values, names)
+        nv, ov = n_values - o_values, o_values - n_values
         f["val_new"] = float(bool(nv))
-        f["val_same"] = float(bool(n.values & o.values))
+        f["val_same"] = float(bool(n_values & o_values))
         f["val_diff"] = float(bool(nv) and bool(ov))
         f["val_diff*t_min"] = mn * f["val_diff"]
         f["val_new*t_min"] = mn * f["val_new"]
@@ -270,6 +276,13 @@ class Learned:
 
     def threshold(self, mode: str) -> float:
         return float(self.modes[mode]["threshold"])
+
+
+def without_names(values: frozenset[str], names: frozenset[str]) -> frozenset[str]:
+    """``values`` without the words naming the subject (possessives too: "tomasz's")."""
+    if not names:
+        return values
+    return frozenset(v for v in values if v.split("'")[0] not in names)
 
 
 def _stem(w: str) -> str:
@@ -326,4 +339,12 @@ def load_learned(topic_path: str | None = None, pair_path: str | None = None,
         protos = json.loads(_rules_file("topic_prototypes.json").read_text(encoding="utf-8"))
     except FileNotFoundError:
         protos = None
-    return Learned(topic, pair, *load_cues(), prototypes=protos)
+    learned = Learned(topic, pair, *load_cues(), prototypes=protos)
+    try:
+        cue = json.loads(_rules_file("cue_prototypes.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        cue = None
+    if cue is not None:
+        from memwatch_overlay.overlay.detect.semantic_features import CuePrototypes
+        learned.cue_protos = CuePrototypes(cue)
+    return learned
