@@ -132,13 +132,14 @@ def test_sync_keeps_vectors_in_the_overlay_and_reembeds_after_a_model_change(tmp
         stats = engine.sync(cfg.sources[0], as_of=parse_timestamp("2026-11-29"), full=True)
         assert stats.contradictions == 1
         cache = VectorCache(overlay)
-        assert cache.models() == {DEFAULT_MODEL_NAME: 3}
+        # u2's one fact meets no other fact: it is not embedded (only candidates are)
+        assert cache.models() == {DEFAULT_MODEL_NAME: 2}
         # another model made these vectors: the next sync finds and replaces them
         overlay.conn.execute("UPDATE fact_vectors SET model = 'old-model'")
         fresh = Embedder()
         engine = SyncEngine(overlay, cfg, detector=Detector(embedder=fresh))
         engine.sync(cfg.sources[0], as_of=parse_timestamp("2026-11-29"), full=False)
-        assert cache.models() == {DEFAULT_MODEL_NAME: 3} and fresh.encoded == 3
+        assert cache.models() == {DEFAULT_MODEL_NAME: 2} and fresh.encoded == 2
 
 
 def test_a_sync_embeds_many_blocks_in_few_model_calls_and_finds_the_same(tmp_path, monkeypatch):
@@ -235,3 +236,52 @@ def test_clauses_of_a_long_message_are_encoded_and_weighed(embedder):
     [f] = d.pair_features(new, [old])
     assert f["s_csim"] > f["sim"] and f["s_clauses"] > 0
     assert [c.older for c in d.compare(new, [old])] == ["o"]
+
+
+def test_only_candidate_facts_are_encoded_once_and_a_reaudit_encodes_nothing(tmp_path):
+    """Encodings counted on a real store: facts alone in their block (one memory of a user)
+    are never encoded; each compared fact is encoded once with its clauses and cached in the
+    overlay; a re-audit of the unchanged store encodes nothing; one new memory encodes that
+    memory's texts and nothing of the facts already cached."""
+    import sqlite3
+
+    from memwatch_overlay.core.timeparse import parse_timestamp
+    from memwatch_overlay.overlay.engine.sync import SyncEngine
+    from memwatch_overlay.rules.config import load_config
+    from storegen import write_config
+
+    db = tmp_path / "bot.db"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE memories (id INTEGER PRIMARY KEY, user_id TEXT, kind TEXT, fact_key TEXT, "
+                 "content TEXT, created_at TEXT)")
+    rows = [("u1", "Lives in Rome", "2025-01-01 10:00:00"),
+            ("u1", "Works at a bakery. Loves the early shifts", "2025-02-01 10:00:00"),
+            ("u1", "We moved to Milan: the flat is tiny", "2026-10-01 10:00:00")]
+    rows += [(f"solo{i}", f"Likes jazz record number {i}", "2025-03-01 10:00:00") for i in range(5)]
+    conn.executemany("INSERT INTO memories (user_id, content, created_at) VALUES (?, ?, ?)", rows)
+    conn.commit()
+    cfg = load_config(write_config(tmp_path, db))
+    as_of = parse_timestamp("2026-11-29")
+    with OverlayStore(tmp_path / "overlay.db") as overlay:
+        emb = Embedder()
+        det = Detector(embedder=emb)
+        SyncEngine(overlay, cfg, detector=det).sync(cfg.sources[0], as_of=as_of, full=True)
+        u1 = [FactView("", "u1", None, t, "", 0.0) for _, t, _ in rows[:3]]
+        expected = {t for f in u1 for t in det.embedding_texts(f)}
+        assert len(expected) > 3                         # clauses are encoded too
+        assert emb.encoded == len(expected)
+        assert VectorCache(overlay).models() == {DEFAULT_MODEL_NAME: 3}     # no solo fact
+        # a re-audit of the unchanged store, with a fresh model: nothing encoded
+        again = Embedder()
+        SyncEngine(overlay, cfg, detector=Detector(embedder=again)).sync(cfg.sources[0], as_of=as_of, full=True)
+        assert again.encoded == 0 and again.model_calls == 0
+        # one new memory in u1's block: its texts alone are encoded (the others come from the overlay)
+        conn.execute("INSERT INTO memories (user_id, content, created_at) VALUES "
+                     "('u1', 'Sold the car, cycling everywhere now', '2026-11-01 10:00:00')")
+        conn.commit()
+        one = Embedder()
+        d1 = Detector(embedder=one)
+        SyncEngine(overlay, cfg, detector=d1).sync(cfg.sources[0], as_of=as_of, full=False)
+        new = FactView("", "u1", None, "Sold the car, cycling everywhere now", "", 0.0)
+        assert one.encoded == len(d1.embedding_texts(new))
+    conn.close()

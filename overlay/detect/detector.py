@@ -517,12 +517,16 @@ class Detector:
         return _name_pattern(names).sub(_the_user, text) if names else text
 
     def embedding_texts(self, fact: FactView) -> list[str]:
-        """Every text the semantic layer encodes for a fact: its embedding_text, then (as a
-        newer fact) that text's clauses. Callers batch these (eval script, block walks)."""
+        """Every text the semantic layer may encode for a fact, its embedding_text first: as
+        a newer fact, that text's clauses (learned layer) and its cue clauses (semantic
+        layer). Callers encode them in batches and cache them (eval script, block walks), so
+        comparing encodes nothing more."""
         text = self.embedding_text(fact)
-        if self.embedder is None or self.learned is None or self.learned.prototypes is None:
-            return [text]
-        return [text] + clauses(text)
+        out = [text]
+        if self.learned is not None and self.learned.prototypes is not None:
+            out += clauses(text)
+        out += [c.evidence for c in self.read(fact).cues]
+        return list(dict.fromkeys(out))
 
     def _features(self, new: FactView, old: FactView, v: _Verdict, sim) -> dict[str, float]:
         best = _best(v.conflicts)
