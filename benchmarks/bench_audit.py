@@ -7,7 +7,10 @@
 
 Every measurement runs in its own subprocess, so its peak RSS (ru_maxrss) is its own, and
 every ratio compares figures measured in this run. Times are medians of --repeat runs
-(--large-repeat for sizes above 100,000). Sections:
+(--large-repeat for sizes above 100,000). The SQLite audit section also prints, per size, the
+same measurements in CPU seconds (user + system of the measured process, every thread; the
+console script's child): on a machine shared with other jobs they move much less than wall
+time does. Sections:
 
   audit     a zero-config first audit (fresh overlay, JSON written to /dev/null) of a home-made
             agent table (`agent_facts`: user, key, value text, timestamp) with contradiction
@@ -53,12 +56,12 @@ FACTS_PER_USER = 20     # users grow with the store: 100,000 rows are 5,000 user
 
 RAW_SCAN = """
 import sqlite3, sys, time, resource
-t = time.perf_counter()
+t, cpu = time.perf_counter(), time.process_time()
 conn = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
 n = 0
 for row in conn.execute("SELECT {cols} FROM agent_facts"):
     n += 1
-print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, n)
+print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, n, time.process_time() - cpu)
 """.replace("{cols}", COLUMNS)
 
 RAW_PG = """
@@ -73,7 +76,8 @@ print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrs
 """.replace("{cols}", COLUMNS)
 
 # argv: target overlay as_of [config]; prints total seconds (audit + JSON report), peak RSS,
-# facts, and the seconds of the audit alone (sync, scoring, detection, summary, gate)
+# facts, the seconds of the audit alone (sync, scoring, detection, summary, gate), and the
+# CPU seconds of both (this process, every thread)
 AUDIT = """
 import os, sys, time, resource
 from memwatch_overlay.overlay.engine.audit import audit
@@ -81,19 +85,21 @@ from memwatch_overlay.overlay.output.tables import write_json
 from memwatch_overlay.core.timeparse import parse_as_of
 from memwatch_overlay.rules.config import load_config
 cfg = load_config(sys.argv[4]) if len(sys.argv) > 4 else None
-t = time.perf_counter()
+t, cpu = time.perf_counter(), time.process_time()
 result = audit(sys.argv[1], cfg, as_of=parse_as_of(sys.argv[3]), overlay_path=sys.argv[2])
-judged = time.perf_counter() - t
+judged, judged_cpu = time.perf_counter() - t, time.process_time() - cpu
 with open(os.devnull, "w") as out:
     write_json(result, out)
 n = result.summary["total"]
 result.close()
-print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, n, judged)
+print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, n, judged,
+      time.process_time() - cpu, judged_cpu)
 """
 
 # argv: the command line (the console script, run as `python -m memwatch_overlay`); its output
 # goes to /dev/null (a terminal would add rich's rendering to a table, not more rows); prints
-# seconds, the child's peak RSS, 0. Exit 1 (the gate failed) is a result, not an error.
+# seconds, the child's peak RSS, 0, the child's CPU seconds (user + system). Exit 1 (the gate
+# failed) is a result, not an error.
 CLI = """
 import subprocess, sys, time, resource
 t = time.perf_counter()
@@ -102,14 +108,15 @@ p = subprocess.run([sys.executable, "-m", "memwatch_overlay", *sys.argv[1:]], st
 s = time.perf_counter() - t
 if p.returncode not in (0, 1):
     sys.exit(p.stderr.decode())
-print(s, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, 0)
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(s, usage.ru_maxrss, 0, usage.ru_utime + usage.ru_stime)
 """
 
 # argv: overlay ; SQLite's own JSON of the report's facts (json_object per row, the same
 # columns, streamed to /dev/null): what a report produced by SQL alone would cost
 JSON_STREAM = """
 import os, sqlite3, sys, time, resource
-t = time.perf_counter()
+t, cpu = time.perf_counter(), time.process_time()
 conn = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
 n = 0
 with open(os.devnull, "w") as out:
@@ -126,7 +133,7 @@ with open(os.devnull, "w") as out:
         out.write(line)
         out.write(",\\n")
         n += 1
-print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, n)
+print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, n, time.process_time() - cpu)
 """
 
 # argv: store overlay ; the floor of any overlay: one INSERT ... SELECT that copies the same
@@ -265,11 +272,12 @@ def bench_sqlite(tmp: Path, sizes: list[int], repeat: int, large_repeat: int, ou
         tag = f"{n}" if users is None else f"{n}_u{users}"
         store = tmp / f"agent_{tag}.db"
         build_store(store, n, users)
-        raw, rss_raw, _ = median_runs(reps, RAW_SCAN, store)
+        raw_runs = [measure(RAW_SCAN, store) for _ in range(reps)]
+        raw, rss_raw, raw_cpu = median_of(raw_runs), peak_mb(raw_runs), median_of(raw_runs, 3)
         floors = [measure(FLOOR, store, tmp / f"overlay_floor_{n}_{i}.db") for i in range(reps)]
         floor = median_of(floors)
         row = {"store": "sqlite", "rows": n, "repeat": reps, "raw_s": round(raw, 3), "raw_rss_mb": round(rss_raw),
-               "floor_s": round(floor, 3)}
+               "floor_s": round(floor, 3), "raw_cpu_s": round(raw_cpu, 3)}
         if users is not None:
             row["users"] = users
         detect = detect_max is None or n <= detect_max
@@ -284,11 +292,15 @@ def bench_sqlite(tmp: Path, sizes: list[int], repeat: int, large_repeat: int, ou
             row[f"{name}_s"] = round(median_of(runs), 3)
             row[f"{name}_judged_s"] = round(median_of(runs, 3), 3)
             row[f"{name}_rss_mb"] = round(peak_mb(runs))
+            row[f"{name}_cpu_s"] = round(median_of(runs, 4), 3)
+            row[f"{name}_judged_cpu_s"] = round(median_of(runs, 5), 3)
         # the re-audit of the detection-on overlay (of the detection-off one, with detection
         # off, where --detect-max skipped detection at this size)
-        reaudit, rss, _ = (median_runs(reps, AUDIT, store, tmp / f"overlay_audit_{tag}_0.db", AS_OF) if detect else
-                           median_runs(reps, AUDIT, store, tmp / f"overlay_audit_nodetect_{tag}_0.db", AS_OF, off))
+        re_runs = [measure(AUDIT, store, tmp / f"overlay_audit_{tag}_0.db", AS_OF) if detect else
+                   measure(AUDIT, store, tmp / f"overlay_audit_nodetect_{tag}_0.db", AS_OF, off) for _ in range(reps)]
+        reaudit, rss = median_of(re_runs), peak_mb(re_runs)
         row["reaudit_s"], row["reaudit_rss_mb"] = round(reaudit, 3), round(rss)
+        row["reaudit_cpu_s"] = round(median_of(re_runs, 4), 3)
         # as a user runs it: the console script, default table output, detection off
         cli_first, cli_re = [], []
         for i in range(reps):
@@ -299,9 +311,15 @@ def bench_sqlite(tmp: Path, sizes: list[int], repeat: int, large_repeat: int, ou
         row["cli_nodetect_s"], row["cli_nodetect_rss_mb"] = round(median_of(cli_first), 3), round(peak_mb(cli_first))
         row["cli_reaudit_nodetect_s"] = round(median_of(cli_re), 3)
         row["cli_reaudit_nodetect_rss_mb"] = round(peak_mb(cli_re))
-        stream, _, _ = median_runs(reps, JSON_STREAM, tmp / f"overlay_audit_nodetect_{tag}_0.db")
-        row["json_stream_s"] = round(stream, 3)
+        row["cli_nodetect_cpu_s"], row["cli_reaudit_nodetect_cpu_s"] = (round(median_of(cli_first, 3), 3),
+                                                                        round(median_of(cli_re, 3), 3))
+        stream_runs = [measure(JSON_STREAM, tmp / f"overlay_audit_nodetect_{tag}_0.db") for _ in range(reps)]
+        stream, stream_cpu = median_of(stream_runs), median_of(stream_runs, 3)
+        row["json_stream_s"], row["json_stream_cpu_s"] = round(stream, 3), round(stream_cpu, 3)
         row["json_report_s"] = round(row["audit_nodetect_s"] - row["audit_nodetect_judged_s"], 3)
+        row["json_report_cpu_s"] = round(row["audit_nodetect_cpu_s"] - row["audit_nodetect_judged_cpu_s"], 3)
+        cpu = {k: row[k] for k in ("cli_nodetect_cpu_s", "cli_reaudit_nodetect_cpu_s", "audit_nodetect_judged_cpu_s",
+                                   "reaudit_cpu_s", "json_report_cpu_s")}
         out.append(row)
         print(f"{n:>9,} rows  raw {raw:7.3f}s ({rss_raw:.0f} MB)  SQL-only floor {floor:6.3f}s {floor / raw:5.1f}x\n"
               f"    audit, detection off {row['audit_nodetect_s']:8.3f}s {row['audit_nodetect_s'] / raw:6.1f}x"
@@ -317,7 +335,14 @@ def bench_sqlite(tmp: Path, sizes: list[int], repeat: int, large_repeat: int, ou
               f" re-audit {row['cli_reaudit_nodetect_s']:8.3f}s {row['cli_reaudit_nodetect_s'] / raw:6.1f}x"
               f" {row['cli_reaudit_nodetect_rss_mb']:4d} MB\n"
               f"    JSON report of the facts {row['json_report_s']:7.3f}s vs SQLite's json_object stream"
-              f" {stream:7.3f}s ({row['json_report_s'] / stream:.1f}x)  (n={reps})", flush=True)
+              f" {stream:7.3f}s ({row['json_report_s'] / stream:.1f}x)  (n={reps})\n"
+              f"    CPU seconds (user + system, which other jobs inflate less than wall time): raw {raw_cpu:.3f};"
+              f" console first audit {cpu['cli_nodetect_cpu_s']:.3f} ({cpu['cli_nodetect_cpu_s'] / raw_cpu:.1f}x),"
+              f" re-audit {cpu['cli_reaudit_nodetect_cpu_s']:.3f} ({cpu['cli_reaudit_nodetect_cpu_s'] / raw_cpu:.1f}x);"
+              f" audit() detection off without the report {cpu['audit_nodetect_judged_cpu_s']:.3f}"
+              f" ({cpu['audit_nodetect_judged_cpu_s'] / raw_cpu:.1f}x), re-audit {cpu['reaudit_cpu_s']:.3f}"
+              f" ({cpu['reaudit_cpu_s'] / raw_cpu:.1f}x); JSON report {cpu['json_report_cpu_s']:.3f} vs the"
+              f" json_object stream {stream_cpu:.3f} ({cpu['json_report_cpu_s'] / stream_cpu:.1f}x)", flush=True)
 
 
 def bench_postgres(tmp: Path, dsn: str, sizes: list[int], repeat: int, large_repeat: int, out: list[dict]) -> None:

@@ -17,8 +17,10 @@ A daemon's steady state follows: one process syncs the store fully, then one new
 at a time incrementally (ten times), the detector warm as in a running daemon; printed:
 the median seconds and comparisons of one such sync.
 
-Printed per store and size: seconds on / off and their ratio, stored contradictions per
-fact, comparisons per fact, peak RSS. Targets (issue 14): <= 2 stored contradictions per
+Printed per store and size: seconds on / off and their ratio, the same in CPU seconds (user +
+system of the audit's process: less moved than wall time by other work on a shared machine)
+with detection's CPU milliseconds per 1,000 facts, stored contradictions per fact,
+comparisons per fact, peak RSS. Targets (issue 14): <= 2 stored contradictions per
 fact, detection on <= 10x off, peak RSS < 300 MB. With --embeddings, a third audit adds
 the semantic layer (`[embeddings] enabled = true`, the offline MiniLM) and prints its
 seconds per 1,000 facts over the rules-only audit (model loading included, and shown), how
@@ -45,13 +47,15 @@ from benchlib import run_script
 AS_OF = "2026-11-29"
 
 # argv: store overlay as_of [config] ; one zero-config audit; prints seconds, ru_maxrss (KB),
-# facts, stored contradictions, comparisons
+# facts, stored contradictions, comparisons, CPU seconds (user + system) of the audit
 AUDIT = """
 import sys, time, resource
 from memwatch_overlay.overlay.engine.audit import audit
 from memwatch_overlay.core.timeparse import parse_as_of
 from memwatch_overlay.rules.config import load_config
 cfg = load_config(sys.argv[4]) if len(sys.argv) > 4 else None
+ru = resource.getrusage(resource.RUSAGE_SELF)
+cpu = ru.ru_utime + ru.ru_stime
 t = time.perf_counter()
 result = audit(sys.argv[1], cfg, as_of=parse_as_of(sys.argv[3]), overlay_path=sys.argv[2])
 s = time.perf_counter() - t
@@ -59,7 +63,8 @@ n = result.summary["total"]
 stored = result.count_contradictions()
 comparisons = sum(st.comparisons for st in result.stats)
 result.close()
-print(s, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, n, stored, comparisons)
+ru = resource.getrusage(resource.RUSAGE_SELF)
+print(s, ru.ru_maxrss, n, stored, comparisons, ru.ru_utime + ru.ru_stime - cpu)
 """
 
 # argv: store overlay as_of ; a full sync, then ten one-row incremental syncs with one detector;
@@ -192,6 +197,11 @@ def main() -> None:
                        "peak_mb_on": round(max(x[1] for x in on) / 1024, 1),
                        "peak_mb_off": round(max(x[1] for x in offr) / 1024, 1)}
                 row["ratio"] = round(row["seconds_on"] / row["seconds_off"], 2)
+                # CPU seconds move less than wall time on a shared machine
+                row["cpu_on"] = round(statistics.median(x[5] for x in on), 3)
+                row["cpu_off"] = round(statistics.median(x[5] for x in offr), 3)
+                row["cpu_ratio"] = round(row["cpu_on"] / row["cpu_off"], 2)
+                row["detect_ms_per_1000"] = round((row["cpu_on"] - row["cpu_off"]) * 1e6 / max(1, row["facts"]), 0)
                 if emb:
                     e = figures["emb"]
                     row["seconds_embeddings"] = round(statistics.median(x[0] for x in e), 3)
@@ -212,6 +222,8 @@ def main() -> None:
                           f"{row['stored_per_fact']:.3f} stored contradictions and "
                           f"{row['comparisons_per_fact']:.2f} comparisons per fact; "
                           f"peak RSS {row['peak_mb_on']:.0f} MB on, {row['peak_mb_off']:.0f} MB off")
+                    print(f"{'':6} CPU seconds: on {row['cpu_on']:.2f}, off {row['cpu_off']:.2f}, ratio "
+                          f"{row['cpu_ratio']:.2f}x; detection {row['detect_ms_per_1000']:.0f} CPU ms per 1,000 facts")
                     print(f"{'':6} one new memory, incremental sync: {row['tick_seconds'] * 1000:.0f} ms, "
                           f"{row['tick_comparisons']:.0f} comparisons (peak RSS {row['tick_peak_mb']:.0f} MB)")
                     if emb:

@@ -14,7 +14,7 @@ from memwatch_overlay.connectors.lancedb import describe_folder, is_lance_table,
 from memwatch_overlay.connectors.presets.generic import (CREATED_NAMES, TEXT_NAMES, UPDATED_NAMES, _pick,
                                                          optional_fields)
 from memwatch_overlay.core.tomltext import toml_string
-from memwatch_overlay.connectors.registry import kind_of_class, preset_classes
+from memwatch_overlay.connectors.registry import preset_classes
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 # Heuristic presets: detection writes their mapping out in full instead of naming them.
@@ -75,9 +75,7 @@ def detect(target: str) -> Detection:
                                  "(pip install 'memwatch-overlay[postgres]')") from None
         tables = describe_dsn(target)
     matches = []
-    for cls in preset_classes():
-        if kind_of_class(cls) != kind:
-            continue
+    for cls in preset_classes(kind):
         m = cls.match(tables)
         if m is not None:
             matches.append(m)

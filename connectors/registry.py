@@ -47,6 +47,18 @@ BUILTIN_PRESETS: dict[str, str | tuple[str, ...]] = {
     "langgraph-postgres": "memwatch_overlay.connectors.presets.langgraph_postgres:LangGraphPostgresStore",
     "openai-agents-postgres": "memwatch_overlay.connectors.presets.openai_agents_postgres:OpenAIAgentsPostgresSession",
 }
+# The store kind of each preset class that is not a SQLite one, known without importing it:
+# recognising a SQLite file loads no Postgres or LanceDB module (psycopg alone is ~0.5 s of a
+# console call's start-up). tests/test_stores_recognition.py holds it to each class's `kind`.
+PRESET_SPEC_KINDS = {
+    "memwatch_overlay.connectors.presets.crewai_lancedb:CrewAIMemories": "lancedb",
+    "memwatch_overlay.connectors.presets.generic_json:GenericJson": "json",
+    "memwatch_overlay.connectors.presets.mcp_memory:McpMemoryGraph": "json",
+    "memwatch_overlay.connectors.presets.generic_postgres:GenericPostgres": "postgres",
+    "memwatch_overlay.connectors.presets.mem0_pgvector:Mem0PgVector": "postgres",
+    "memwatch_overlay.connectors.presets.langgraph_postgres:LangGraphPostgresStore": "postgres",
+    "memwatch_overlay.connectors.presets.openai_agents_postgres:OpenAIAgentsPostgresSession": "postgres",
+}
 # Python packages a connector kind needs beyond the core (imported lazily, so checked by name).
 CONNECTOR_REQUIRES = {"postgres": "psycopg", "lancedb": "lancedb"}
 
@@ -65,11 +77,18 @@ def kind_of_class(cls: type) -> str:
     return getattr(cls, "kind", "sqlite")
 
 
-def preset_classes() -> list[type]:
-    """Every preset class that imports on this install (a missing module is skipped)."""
+def preset_spec_kind(spec: str) -> str:
+    return PRESET_SPEC_KINDS.get(spec, "sqlite")
+
+
+def preset_classes(kind: str | None = None) -> list[type]:
+    """Every preset class that imports on this install (a missing module is skipped); with
+    `kind`, only those of that store kind (the others are not imported)."""
     out = []
     for name in BUILTIN_PRESETS:
         for spec in _specs(name):
+            if kind is not None and preset_spec_kind(spec) != kind:
+                continue
             try:
                 out.append(_load(spec))
             except ImportError:

@@ -2,8 +2,8 @@
 
 Never `immutable=1` (a live bot writes this file) and never a long-held transaction:
 a full read pages through the table by rowid (each page one short statement, so a
-bot in rollback-journal mode is never blocked for long, and in that mode a pause after
-each page as long as the page held the lock), an incremental read is one statement over
+bot in rollback-journal mode is never blocked for long, and in that mode, when the daemon
+reads, a pause after each page as long as the page held the lock), an incremental read is one statement over
 what changed.
 
 Incremental reads (the daemon) use a cursor `{"rowid": R, "updated_at": W}`:
@@ -43,9 +43,10 @@ FETCH_BATCH = 1000
 PAGE_ROWS = 10000            # rows per statement when a full read or a key pass pages by rowid
 PROGRESS_STEPS = 10000       # SQLite VM steps between two looks at a statement's deadline
 # A rollback-journal store (journal_mode DELETE/TRUNCATE/PERSIST): a reader's SHARED lock
-# blocks the bot's COMMIT, so between two pages of a full read or key pass (no lock held)
-# the reader waits PACE_FACTOR times as long as the page held the lock: it holds the lock
-# at most about half the time. Pages stay PAGE_ROWS: each collision costs the bot at least
+# blocks the bot's COMMIT, so when the daemon reads (the connector's `yield_to_writer`;
+# a one-shot audit does not pause) between two pages of a full read or key pass (no lock
+# held) the reader waits PACE_FACTOR times as long as the page held the lock: it holds the
+# lock at most about half the time. Pages stay PAGE_ROWS: each collision costs the bot at least
 # SQLite's busy-handler sleep (1, 2, 5 ms...), so ten times more, smaller pages made its
 # p95 worse in benchmarks/bench_bot_latency.py. WAL stores are not paced (readers never
 # block the writer there).
@@ -119,6 +120,7 @@ class SqliteConnector(TableConnector):
         self.deferred_until: float | None = None  # after read(): when the deferred update scan is due
         self._indexed: dict[str, bool] = {}
         self._rollback: bool | None = None      # journal mode seen at open (None: not asked yet)
+        self.yield_to_writer = False            # pace rollback-journal reads (the daemon sets it)
         self.sleep = time.sleep                 # the pacing between pages (a test records it)
         self.pauses = 0                         # pacing pauses taken (counted, for tests/benchmarks)
 
@@ -437,10 +439,11 @@ class SqliteConnector(TableConnector):
         statement closed before the rows are handed on, so no read lock outlives a page and
         no read transaction spans two pages (autocommit: a SELECT ends its own).
 
-        Rollback-journal stores: after each page a pause of PACE_FACTOR × the time the page
-        held the lock, during which the bot's writes go through. WAL stores: no pause.
+        Rollback-journal stores read by the daemon (`yield_to_writer`): after each page a
+        pause of PACE_FACTOR × the time the page held the lock, during which the bot's writes
+        go through. WAL stores and one-shot audits: no pause.
         """
-        rollback = self.rollback_journal()
+        rollback = self.yield_to_writer and self.rollback_journal()
         size = ROLLBACK_PAGE_ROWS if rollback else PAGE_ROWS
         while True:
             page = stmt

@@ -1,4 +1,5 @@
-"""Issue 16 point 13: the daemon's reads of a rollback-journal store yield to the bot.
+"""Issue 16 point 13: the daemon's reads of a rollback-journal store yield to the bot
+(a one-shot audit does not pause: nothing says a bot is writing beside it).
 
 A full read (and the key-only deletion pass) pages by rowid; between two pages no read
 lock is held, and in rollback-journal mode the reader pauses there (the connector's
@@ -54,6 +55,7 @@ def test_a_paced_read_of_a_rollback_journal_store_lets_the_bot_commit_between_pa
     bot = Bot(db)
     with make_connector(source(db)) as conn:
         assert conn.rollback_journal()
+        conn.yield_to_writer = True          # as the daemon sets it
         conn.sleep = bot.write               # the pause between pages: the bot commits there
         got = list(conn.read()) if pass_ == "read" else list(conn.keys())
     assert conn.pauses == 3                  # one pause between each two of the four pages
@@ -84,6 +86,7 @@ def test_a_wal_store_is_not_paced(tmp_path):
     paused = []
     with make_connector(source(db)) as conn:
         assert not conn.rollback_journal()
+        conn.yield_to_writer = True
         conn.sleep = paused.append
         assert len(list(conn.read())) == N
         assert len(list(conn.keys())) == N
@@ -97,6 +100,29 @@ def test_the_pause_is_proportional_to_the_time_the_page_held_the_lock(tmp_path, 
     monkeypatch.setattr(sqlite_mod.SqliteConnector, "_arm", lambda self: None)
     paused = []
     with make_connector(source(db)) as conn:
+        conn.yield_to_writer = True
         conn.sleep = paused.append
         list(conn.read())
     assert paused and all(p == 4 * sqlite_mod.PACE_FACTOR for p in paused)
+
+
+def test_a_one_shot_read_is_not_paced_but_the_daemon_s_is(tmp_path):
+    from memwatch_overlay.overlay.daemon.loop import Daemon
+    from memwatch_overlay.rules.config import parse_config
+
+    db = make_store(tmp_path / "bot.db", wal=False, rows=rows(N))
+    paused = []
+    with make_connector(source(db)) as conn:
+        conn.sleep = paused.append
+        assert len(list(conn.read())) == N
+    assert paused == [] and conn.pauses == 0
+    cfg = parse_config({"overlay": {"path": str(tmp_path / "overlay.db")}, "detector": {"enabled": False},
+                        "daemon": {"rescore_seconds": 3600, "deletion_scan_seconds": 3600,
+                                   "heartbeat_seconds": 3600},
+                        "sources": [{"name": "bot", "connector": "sqlite", "path": str(db), "table": "facts",
+                                     "id": "id", "text": "fact_value", "subject": "user_id",
+                                     "created_at": "created_at", "updated_at": "updated_at"}]})
+    with Daemon(cfg) as daemon:
+        daemon.tick(force=True)
+        connector = daemon.states[0].connector
+        assert connector.yield_to_writer and connector.pauses == 3

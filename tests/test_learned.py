@@ -142,3 +142,33 @@ def test_a_new_value_of_a_multi_valued_topic_is_an_addition(with_embeddings):
     city = fact("c", "Lives in Leeds", key="city", days_ago=200)
     assert [c.older for c in d.compare(fact("n", "settling into Bristol, the new flat has no signal"),
                                        [city])] == ["c"]
+
+
+def _case_texts():
+    from contradiction_cases import PARAPHRASES
+    return [(o, k, n) for o, k, n, _ in PARAPHRASES]
+
+
+def test_topic_model_features_are_the_hashed_ngrams_bucket_for_bucket():
+    from memwatch_overlay.overlay.detect.learned import topic_features
+    topics = load_learned().topics
+    assert topics.wordvec is not None          # the shipped model reads the word vectors too
+    texts = [t for o, k, n in _case_texts() for t in (o, n, f"{k}: {o}")]
+    texts += ["", "a", "I'm   Bob", "naïve café in Zürich", "x-ray of my left arm, 2024"]
+    for t in texts + texts:                 # the second pass reads the cached buckets
+        assert list(topics.features(t).items()) == list(topic_features(t, topics.buckets, topics.wordvec).items())
+
+
+def test_the_cheap_rules_mode_gate_agrees_with_the_features_gate():
+    m = load_learned()
+    cases = _case_texts()
+    olds = {(o, k) for o, k, _ in cases}
+    news = {n for _, _, n in cases}
+    seen = {True: 0, False: 0}
+    for old, key in olds:
+        for new in news:
+            feats = m.features(new, old, key, "none", 0.0, False)
+            expected = m.related(feats)
+            assert m.may_relate(new, old, key) == expected, (old, key, new)
+            seen[expected] += 1
+    assert seen[True] > 50 and seen[False] > 50      # both sides of the gate are exercised

@@ -239,3 +239,27 @@ def test_a_plain_directory_is_not_a_store_file(tmp_path):
     from memwatch_overlay.connectors.recognize import kind_of
     with pytest.raises(ConnectorError, match="no LanceDB table"):
         kind_of(str(tmp_path))
+
+
+def test_each_preset_s_declared_store_kind_is_its_class_s_kind():
+    from memwatch_overlay.connectors import registry
+
+    for name in registry.BUILTIN_PRESETS:
+        for spec in registry._specs(name):
+            assert registry.preset_spec_kind(spec) == registry.kind_of_class(registry._load(spec)), spec
+
+
+def test_recognising_a_sqlite_store_imports_no_postgres_or_lancedb_module(tmp_path):
+    """A console call on a SQLite file does not pay psycopg's (or lancedb's) import."""
+    import subprocess
+    import sys
+
+    db = tmp_path / "bot.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE memories (id INTEGER PRIMARY KEY, user_id TEXT, memory TEXT, created_at TEXT)")
+    conn.close()
+    code = ("import sys\nfrom memwatch_overlay.connectors.recognize import detect\n"
+            f"det = detect({str(db)!r})\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('psycopg', 'lancedb')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import sys
 from collections import defaultdict
@@ -35,7 +36,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
 from memwatch_overlay.overlay.detect.detector import Detector, FactView  # noqa: E402
-from memwatch_overlay.overlay.detect.learned import Learned, hashed, load_cues  # noqa: E402
+from memwatch_overlay.overlay.detect.learned import Learned, load_cues, topic_features  # noqa: E402
+from memwatch_overlay.overlay.detect.wordvec import load_word_vectors  # noqa: E402
 import slot_corpus  # noqa: E402
 
 BUCKETS = 1 << 15
@@ -67,26 +69,62 @@ def _matrix(rows: list[dict[int, float]], n_cols: int):
     return csr_matrix((data, ind, ptr), shape=(len(rows), n_cols))
 
 
-def train_topics(seed: int = 7, prune: float = 0.02) -> tuple[dict, float]:
+def near_copies(cases_by_file: dict[str, list[dict]]) -> set[str]:
+    """Corpus templates that share most of their words with some text of the cases files.
+
+    A template whose content words (fillers and function words left out) mostly appear in one
+    memory or new text of the cases may have been written after reading that case. The topic
+    model used for cross-validation is fitted without them, so a case is never scored by a
+    topic model that saw a near-copy of it (generic ones such as "Drives to work" go too)."""
+    import re
+    word = re.compile(r"[a-zà-ÿ0-9']+")
+    stop = set("a an the i my me to of in and is it for on at was with so now no just i'm are user has have".split())
+    texts = [{w for w in word.findall(t.lower()) if w not in stop}
+             for cs in cases_by_file.values() for c in cs
+             for t in [c["new_text"]] + [m["text"] for m in c["memories"]]]
+    out = set()
+    for temps in slot_corpus.T.values():
+        for t in temps:
+            tw = {w for w in word.findall(re.sub(r"\{\w+\}", " ", t).lower()) if w not in stop}
+            need = max(2, -(-3 * len(tw) // 4))
+            if len(tw) >= 2 and any(len(tw & x) >= need for x in texts):
+                out.add(t)
+    return out
+
+
+def train_topics(seed: int = 7, prune: float = 0.02, static: bool = True,
+                 exclude: frozenset[str] = frozenset(), casual: int = 0,
+                 cv: bool = True) -> tuple[dict, float]:
+    """Fit the topic model; ``static``: the text's static word vector (rules/word_vectors.bin)
+    is a feature beside the hashed n-grams; ``exclude``: templates left out; ``casual``: how
+    many fills of each template are also seen in a chat wrapper; ``cv``: report the accuracy
+    by 5-fold cross-validation grouped by template (nan otherwise)."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import GroupKFold
     import numpy as np
+    wv = load_word_vectors() if static else None
+    dims = wv.dims if wv is not None else 0
     rows, labels, groups = [], [], []
     tid = 0
     for slot, temps in slot_corpus.T.items():
         for t in temps:
+            if t in exclude:
+                continue
             tid += 1
-            for text in _fills(t, seed):
-                rows.append(hashed(text, BUCKETS))
+            filled = _fills(t, seed)
+            rng = random.Random(f"{seed}:casual:{t}")
+            # `casual` of the fills again inside a chat opener and tail (slot_corpus.casual_variant)
+            for text in filled + [_casual(x, rng) for x in filled[:casual]]:
+                rows.append(topic_features(text, BUCKETS, wv))
                 labels.append(slot)
                 groups.append(tid)
-    X = _matrix(rows, BUCKETS)
+    X = _matrix(rows, BUCKETS + dims)
     y = np.array(labels)
     hits = 0
-    for tr, te in GroupKFold(5).split(X, y, groups):
+    for tr, te in (GroupKFold(5).split(X, y, groups) if cv else ()):
         m = LogisticRegression(C=8.0, max_iter=300).fit(X[tr], y[tr])
         hits += int((m.predict(X[te]) == y[te]).sum())
-    acc = hits / len(y)
+    acc = hits / len(y) if cv else float("nan")
     m = LogisticRegression(C=8.0, max_iter=400).fit(X, y)
     classes = [str(c) for c in m.classes_]
     weights: dict[str, list] = {}
@@ -94,7 +132,7 @@ def train_topics(seed: int = 7, prune: float = 0.02) -> tuple[dict, float]:
     for h in np.nonzero(np.abs(W).max(axis=0) >= prune)[0]:
         col = W[:, h]
         weights[str(int(h))] = [[int(c), round(float(col[c]), 3)] for c in np.nonzero(np.abs(col) >= prune)[0]]
-    data = {"version": 1, "buckets": BUCKETS, "classes": classes,
+    data = {"version": 1, "buckets": BUCKETS, "dense_dims": dims, "classes": classes,
             "bias": [round(float(b), 4) for b in m.intercept_], "weights": weights,
             "trained_on": f"tools/slot_corpus.py: {len(y)} sentences, {tid} templates, {len(classes)} slots",
             "cv_accuracy_by_template": round(acc, 3)}
@@ -117,13 +155,21 @@ def _fills(template: str, seed: int, n: int = 4) -> list[str]:
     return out
 
 
-def build_prototypes(topic: dict, embedder, seed: int = 7) -> dict:
-    """One mean, normalised sentence vector per topic, over the corpus sentences."""
+def _casual(text: str, rng) -> str:
+    """``text`` inside a chat opener and tail, when the corpus has them."""
+    wrap = getattr(slot_corpus, "casual_variant", None)
+    return wrap(text, rng) if wrap else text
+
+
+def build_prototypes(topic: dict, embedder, seed: int = 7, exclude: frozenset[str] = frozenset()) -> dict:
+    """One mean, normalised sentence vector per topic, over the corpus sentences (``exclude``:
+    templates left out, as train_topics leaves them out)."""
     import numpy as np
     by: dict[str, list[str]] = defaultdict(list)
     for slot, temps in slot_corpus.T.items():
         for t in temps:
-            by[slot] += _fills(t, seed)
+            if t not in exclude:
+                by[slot] += _fills(t, seed)
     vecs = []
     for c in topic["classes"]:
         m = embedder.embed(by[c]).mean(axis=0)
@@ -132,20 +178,48 @@ def build_prototypes(topic: dict, embedder, seed: int = 7) -> dict:
             "vectors": vecs}
 
 
-def build_cue_prototypes(embedder) -> dict:
-    """The example vectors of tools/cue_corpus.py per class (semantic_features.CuePrototypes)."""
+def cue_sentences() -> list[str]:
+    """Every sentence of tools/cue_corpus.py (examples and both sides of the minimal pairs)."""
+    import cue_corpus
+    out = [t for cl in (cue_corpus.NEWER, cue_corpus.OLDER) for ts in cl.values() for t in ts]
+    return out + [t for pairs in cue_corpus.SHIFTS.values() for p in pairs for t in p]
+
+
+def near_copy_sentences(cases_by_file: dict[str, list[dict]], sentences: list[str]) -> set[str]:
+    """The sentences that share most of their content words with a text of the cases files
+    (the test near_copies applies to corpus templates)."""
+    import re
+    word = re.compile(r"[a-zà-ÿ0-9']+")
+    stop = set("a an the i my me to of in and is it for on at was with so now no just i'm are user has have".split())
+    texts = [{w for w in word.findall(t.lower()) if w not in stop}
+             for cs in cases_by_file.values() for c in cs
+             for t in [c["new_text"]] + [m["text"] for m in c["memories"]]]
+    out = set()
+    for t in sentences:
+        tw = {w for w in word.findall(t.lower()) if w not in stop}
+        need = max(2, -(-3 * len(tw) // 4))
+        if len(tw) >= 2 and any(len(tw & x) >= need for x in texts):
+            out.add(t)
+    return out
+
+
+def build_cue_prototypes(embedder, exclude: frozenset[str] = frozenset()) -> dict:
+    """The example vectors of tools/cue_corpus.py per class (semantic_features.CuePrototypes);
+    ``exclude``: sentences left out (a minimal pair goes when either side is excluded)."""
+    import numpy as np
     import cue_corpus
     from memwatch_overlay.overlay.detect.semantic_features import K_NEAREST, encode_matrix
     groups = {}
     for role, classes in (("newer", cue_corpus.NEWER), ("older", cue_corpus.OLDER)):
-        groups[role] = {c: encode_matrix(embedder.embed(texts)) for c, texts in classes.items()}
-    import numpy as np
+        groups[role] = {c: encode_matrix(embedder.embed([t for t in texts if t not in exclude]))
+                        for c, texts in classes.items()}
     groups["shifts"] = {}
+    n = sum(len(t) for cl in (cue_corpus.NEWER, cue_corpus.OLDER) for t in cl.values())
     for c, pairs in cue_corpus.SHIFTS.items():
+        pairs = [p for p in pairs if p[0] not in exclude and p[1] not in exclude]
+        n += 2 * len(pairs)
         d = (embedder.embed([b for _, b in pairs]) - embedder.embed([a for a, _ in pairs])).mean(axis=0)
         groups["shifts"][c] = encode_matrix([d / (np.linalg.norm(d) or 1.0)])
-    n = sum(len(t) for cl in (cue_corpus.NEWER, cue_corpus.OLDER) for t in cl.values())
-    n += 2 * sum(len(p) for p in cue_corpus.SHIFTS.values())
     return {"version": 1, "model": embedder.model_name, "dim": embedder.dim, "k": K_NEAREST,
             "trained_on": f"tools/cue_corpus.py: {n} sentences", **groups}
 
@@ -179,7 +253,7 @@ SHIFT_OUTDATES = {"ended": 1, "switched": 1, "began": 1, "resolved": 1, "correct
                   "same": 0, "hedged": 0, "someone_else": 0, "temporary": 0}
 
 
-def own_examples(learned: Learned, embedder=None, shifts: bool = False):
+def own_examples(learned: Learned, embedder=None, shifts: bool = False, exclude: frozenset[str] = frozenset()):
     """The project's own labelled pairs (tests/contradiction_cases.py, and with ``shifts`` the
     minimal pairs of tools/cue_corpus.py): training only, never scored."""
     sys.path.insert(0, str(ROOT / "tests"))
@@ -189,7 +263,7 @@ def own_examples(learned: Learned, embedder=None, shifts: bool = False):
     if shifts:
         import cue_corpus
         flat = [(c, a, b) for c, pairs in cue_corpus.SHIFTS.items() for a, b in pairs
-                if c in SHIFT_OUTDATES]
+                if c in SHIFT_OUTDATES and a not in exclude and b not in exclude]
         # each minimal pair, and its newer text against another pair's older fact (a cue about
         # something else outdates nothing)
         PARAPHRASES = (list(PARAPHRASES) + [(a, None, b, SHIFT_OUTDATES[c]) for c, a, b in flat]
@@ -369,8 +443,11 @@ def main(argv=None) -> int:
     ap.add_argument("--no-shift-pairs", action="store_true",
                     help="--embeddings: do not train on tools/cue_corpus.py's minimal pairs (an ablation)")
     ap.add_argument("--reuse-topics", action="store_true", help="keep rules/topic_model.json as it is")
+    ap.add_argument("--keep-near-copies", action="store_true",
+                    help="cross-validate with the full topic model (see near_copies: optimistic)")
     a = ap.parse_args(argv)
 
+    cases = {p: load_cases(p) for p in a.cases}
     reused = a.reuse_topics and TOPIC_FILE.exists()
     if reused:
         topic = json.loads(TOPIC_FILE.read_text())
@@ -378,20 +455,33 @@ def main(argv=None) -> int:
     else:
         topic, acc = train_topics()
     print(f"topic model: {topic['trained_on']}; accuracy {acc:.3f} (5-fold CV grouped by template)")
-    embedder = protos = cue_protos = None
+    skip = frozenset() if a.keep_near_copies else frozenset(near_copies(cases))
+    topic_cv = train_topics(exclude=skip, cv=False)[0] if skip else topic
+    print(f"cross-validation uses a topic model without the {len(skip)} corpus templates that "
+          f"near-copy a text of the cases files")
+    embedder = protos = protos_cv = cue_protos = cue_protos_cv = None
+    shifts = a.embeddings and not a.no_shift_pairs
+    cue_skip: frozenset[str] = frozenset()
     if a.embeddings:
         from memwatch_overlay.overlay.detect.embeddings import Embedder
         embedder = Embedder()
         if a.vector_file:
             _load_vectors(embedder, Path(a.vector_file))
         protos = build_prototypes(topic, embedder)
+        protos_cv = build_prototypes(topic, embedder, exclude=skip) if skip else protos
+        if not a.keep_near_copies:
+            cue_skip = frozenset(near_copy_sentences(cases, cue_sentences()))
+            print(f"... and without the {len(cue_skip)} sentences of tools/cue_corpus.py that near-copy one")
         if not a.no_cue_prototypes:
             cue_protos = build_cue_prototypes(embedder)
-    learned = Learned(topic, {"modes": {}}, *load_cues(), prototypes=protos)
+            cue_protos_cv = build_cue_prototypes(embedder, exclude=cue_skip) if cue_skip else cue_protos
+    wordvec = load_word_vectors()
+    learned = Learned(topic, {"modes": {}}, *load_cues(), prototypes=protos, wordvec=wordvec)
+    learned_cv = Learned(topic_cv, {"modes": {}}, *load_cues(), prototypes=protos_cv, wordvec=wordvec)
     if cue_protos is not None:
         from memwatch_overlay.overlay.detect.semantic_features import CuePrototypes
         learned.cue_protos = CuePrototypes(cue_protos)
-    cases = {p: load_cases(p) for p in a.cases}
+        learned_cv.cue_protos = CuePrototypes(cue_protos_cv)
     if embedder is not None:
         det = Detector(learned=learned, embedder=embedder)
 
@@ -400,16 +490,16 @@ def main(argv=None) -> int:
         embedder.embed(sorted({t for cs in cases.values() for c in cs for t in det.embedding_texts(view(c["new_text"]))}
                               | {det.embedding_text(view(m["text"])) for cs in cases.values() for c in cs
                                  for m in c["memories"]}))
-    ex = pair_examples(cases, learned, embedder)
+    ex = pair_examples(cases, learned_cv, embedder)
     mode = "embeddings" if a.embeddings else "rules"
     print(f"{len(ex)} pairs, {sum(e[4] for e in ex)} contradicted; mode {mode}")
     rules_only = {i: (e[5] and not e[6], 0, 0) for i, e in enumerate(ex)}
     rep = {"rules_alone": report(ex, rules_only, "rules alone      ")}
-    own = own_examples(learned, embedder, shifts=a.embeddings and not a.no_shift_pairs)
+    own = own_examples(learned_cv, embedder, shifts=shifts, exclude=cue_skip)
     if embedder is not None and a.vector_file:
         _save_vectors(embedder, Path(a.vector_file))
     print(f"{len(own)} own labelled pairs (tests/contradiction_cases.py"
-          + (", tools/cue_corpus.py" if len(own) > 188 else "") + ") added to every training fold")
+          + (", tools/cue_corpus.py" if shifts else "") + ") added to every training fold")
     oof, ths = cross_validate(ex, a.folds, a.C, a.min_precision, own,
                               picker=_pick_threshold_counted if a.embeddings else None)
     print(f"outer-fold thresholds (nested grouped CV): {ths}")
@@ -419,6 +509,9 @@ def main(argv=None) -> int:
     if a.report_json:
         Path(a.report_json).write_text(json.dumps(rep, indent=1))
     if a.write:
+        if skip or cue_skip:    # the shipped weights are fitted on the features of the shipped models
+            ex = pair_examples(cases, learned, embedder)
+            own = own_examples(learned, embedder, shifts=shifts)
         keep = [e for e in ex if not e[6]]
         v, m = _fit([e[3] for e in keep] + [o[0] for o in own], [e[4] for e in keep] + [o[1] for o in own], a.C)
         weights = {name: round(float(w), 4) for name, w in zip(v.feature_names_, m.coef_[0]) if abs(w) >= 1e-4}
@@ -426,7 +519,8 @@ def main(argv=None) -> int:
         pair = json.loads(pair_file.read_text()) if pair_file.exists() else {"version": 1, "modes": {}}
         pair["modes"][mode] = {"bias": round(float(m.intercept_[0]), 4), "weights": weights,
                                "threshold": statistics.median(ths), "C": a.C,
-                               "trained_on": [Path(p).name for p in a.cases] + ["tools/slot_corpus.py"],
+                               "trained_on": [Path(p).name for p in a.cases] + ["tools/slot_corpus.py"]
+                               + (["tools/cue_corpus.py"] if shifts else []),
                                "pairs": len(keep)}
         if not reused:
             TOPIC_FILE.write_text(json.dumps(topic, separators=(",", ":")) + "\n")

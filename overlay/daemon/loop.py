@@ -456,6 +456,8 @@ class Daemon:
                 connector.busy_timeout = self.settings.busy_timeout_seconds
             if hasattr(connector, "update_scan_seconds"):
                 connector.update_scan_seconds = self.settings.update_scan_seconds
+            if hasattr(connector, "yield_to_writer"):
+                connector.yield_to_writer = True   # the bot runs beside us: pace rollback-journal reads
             connector.open()
             state.connector = connector
         return state.connector

@@ -60,6 +60,7 @@ _VALUE_TEXT = re.compile(r"[\w][\w .,&'@+/-]*")    # what a key-value memory's v
 _ANY_KIND_OUTDATED = ("polar", "number")
 DEFAULT_CACHE_SIZE = 16384      # readings kept: a daemon walks a changed subject's block again
 KEY_VALUE_CONFIDENCE = 0.9
+_UNSCORED = object()
 _DAY = 86400.0
 
 
@@ -124,6 +125,9 @@ class Detector:
         self._cache: OrderedDict[tuple[str, str, str], Reading] = OrderedDict()
         self._terms: OrderedDict[tuple[str, str, str], tuple[frozenset, frozenset]] = OrderedDict()
         self._cache_size = cache_size
+        self._texts: dict[str, Reading] = {}     # text -> its reading for no subject in particular
+        # (newer text, older text, older key) -> the pair model's probability (rules mode)
+        self._pair_scores: dict[tuple[str, str, str | None], float | None] = {}
 
     # ------------------------------------------------------------ public API
     def compare(self, newer: FactView, olders: Iterable[FactView],
@@ -230,10 +234,7 @@ class Detector:
         ck = (text, fact.subject or "", fact.key or "")
         r = self._cache.get(ck)
         if r is None:
-            words = subject_words(fact.subject)
-            r = self.extractor.read(text, words)
-            if words:
-                r = _without_names(r, words)
+            r = self._text_reading(text, subject_words(fact.subject))
             keyed = self._key_slot(fact, r)
             if keyed is not None:
                 r = replace(r, slots=r.slots + (keyed,))
@@ -243,6 +244,20 @@ class Detector:
         else:
             self._cache.move_to_end(ck)
         return r
+
+    def _text_reading(self, text: str, words: frozenset[str]) -> Reading:
+        """The extractor's reading of ``text`` for a subject named ``words``: read once per
+        text and shared by every subject whose name it does not mention (the same memory
+        of many users is extracted once); read for the subject itself where it does."""
+        base = self._texts.get(text)
+        if base is None:
+            base = self.extractor.read(text)
+            if len(self._texts) >= self._cache_size:
+                self._texts.clear()
+            self._texts[text] = base
+        if not words or not (self.extractor.names_a_word(base.text, words) or _names_in(base, words)):
+            return base
+        return _without_names(self.extractor.read(text, words), words)
 
     def _key_slot(self, fact: FactView, r: Reading) -> Slot | None:
         """The slot a fact's store key names, holding the fact's text as its value, when the
@@ -531,7 +546,9 @@ class Detector:
     def _features(self, new: FactView, old: FactView, v: _Verdict, sim) -> dict[str, float]:
         best = _best(v.conflicts)
         rule = best.kind if best is not None else ("confirmed" if v.confirmed else "none")
-        names = subject_words(old.subject)
+        # the embeddings mode never reads the subject's name as a value (the rules mode scores
+        # a pair of texts once whatever the subject: _learned's cache)
+        names = subject_words(old.subject) if sim is not None else frozenset()
         feats = self.learned.features(self._capped(new.text), self._capped(old.text), self._own_key(old), rule,
                                       best.confidence if best is not None else 0.0,
                                       v.confirmed, None if sim is None else sim[0],
@@ -543,14 +560,32 @@ class Detector:
                                                 sim[0], feats, names))
         return feats
 
-    def _learned(self, new: FactView, old: FactView, v: _Verdict, sim) -> Contradiction | None:
-        """The pair model's verdict on a pair the rules did not flag."""
-        mode = "embeddings" if sim is not None and "embeddings" in self.learned.modes else "rules"
+    def _pair_probability(self, new: FactView, old: FactView, v: _Verdict, sim, mode: str) -> float | None:
+        """The pair model's probability, or None when its gate turns the pair away."""
+        if sim is None and not self.learned.may_relate(self._capped(new.text), self._capped(old.text),
+                                                       self._own_key(old)):
+            return None                 # the gate would say no: no features built
         feats = self._features(new, old, v, sim)
         if not self.learned.related(feats):
             return None
-        p = self.learned.score(mode, feats)
-        if p < self.learned.threshold(mode):
+        return self.learned.score(mode, feats)
+
+    def _learned(self, new: FactView, old: FactView, v: _Verdict, sim) -> Contradiction | None:
+        """The pair model's verdict on a pair the rules did not flag."""
+        mode = "embeddings" if sim is not None and "embeddings" in self.learned.modes else "rules"
+        if sim is None and not v.conflicts and not v.confirmed:
+            # in the rules mode the pair's probability depends on the two texts and the older
+            # key alone: a pair of texts met again (restated memories) is scored once
+            ck = (self._capped(new.text), self._capped(old.text), self._own_key(old))
+            p = self._pair_scores.get(ck, _UNSCORED)
+            if p is _UNSCORED:
+                p = self._pair_probability(new, old, v, sim, mode)
+                if len(self._pair_scores) >= self._cache_size:
+                    self._pair_scores.clear()
+                self._pair_scores[ck] = p
+        else:
+            p = self._pair_probability(new, old, v, sim, mode)
+        if p is None or p < self.learned.threshold(mode):
             return None
         info = self.learned.info(self._capped(new.text))
         # reported as kind "semantic" (the JSON contract's kinds are value|cue|semantic|judge):
@@ -655,6 +690,12 @@ def subject_words(subject: str | None) -> frozenset[str]:
     """The words of a subject id that may name the person ("u_alice" -> {"alice"})."""
     return frozenset(w for w in _NAME_PARTS.split((subject or "").lower())
                      if len(w) > 2 and not w.isdigit())
+
+
+def _names_in(r: Reading, names: frozenset[str]) -> bool:
+    """Whether ``_without_names`` would change ``r``: an anchor or a cue's scope word is a name."""
+    return any(_name_form(w, n) for n in names for w in r.anchors) or any(
+        _name_form(w, n) for n in names for c in r.cues for w in c.scope)
 
 
 def _without_names(r: Reading, names: frozenset[str]) -> Reading:

@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from memwatch_overlay.overlay.detect.wordvec import WordVectors, load_word_vectors
+
 _WORD = re.compile(r"[@\w][\w@.+'-]*")
 _CAP = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w'-]+)")
 _VALUEISH = re.compile(r"@\w+|\b[\w.+-]+@[\w-]+\.\w+|\+?\d[\d\s-]{5,}\d|\b\d+(?:[.,]\d+)?\b")
@@ -48,6 +50,8 @@ then than there here what when who how all any some more most much one""".split(
 TOP_K = 2            # a pair is related when the two likeliest topics of each text meet
 TOPIC_MIN = 0.25     # ... counting only topics at least this likely
 SIM_GATE = 0.3       # ... or, in the embeddings mode, when the texts are at least this similar
+WSIM_GATE = 0.35     # ... or when their static word vectors (wordvec.py) are at least this close
+DENSE_SCALE = 1.0    # weight of a text's static word vector among the topic model's features
 CUES = ("change", "ending", "start", "hedge", "question", "other_person", "past_habit",
         "temporary", "addition", "still", "negation")
 
@@ -76,22 +80,87 @@ def hashed(text: str, buckets: int) -> dict[int, float]:
     return {k: v / n for k, v in feats.items()}
 
 
-class TopicModel:
-    """Slot distribution of a text (multinomial logistic regression over hashed n-grams)."""
+def _bucket(s: str, buckets: int) -> int:
+    return zlib.crc32(s.encode("utf-8")) % buckets
 
-    def __init__(self, data: dict):
+
+_BUCKET_CACHE = 50_000     # words (and word pairs) whose buckets a topic model keeps
+
+
+def topic_features(text: str, buckets: int, wv: WordVectors | None) -> dict[int, float]:
+    """The topic model's inputs: hashed n-grams (columns < buckets) and, when the model was
+    fitted with them, the text's static word vector (columns buckets .. buckets + dims)."""
+    feats = hashed(text, buckets)
+    if wv is not None:
+        v = wv.text_vector(text)
+        if v is not None:
+            for k, x in enumerate(v):
+                feats[buckets + k] = DENSE_SCALE * x
+    return feats
+
+
+class TopicModel:
+    """Slot distribution of a text (multinomial logistic regression over hashed n-grams and,
+    when fitted with them, the static word vector of the text)."""
+
+    def __init__(self, data: dict, wordvec: WordVectors | None = None):
         self.classes: list[str] = data["classes"]
         self.buckets: int = data["buckets"]
         self.bias: list[float] = data["bias"]
         self.w: dict[int, list[tuple[int, float]]] = {
             int(k): [(int(c), float(x)) for c, x in v] for k, v in data["weights"].items()}
+        self.wordvec = wordvec if data.get("dense_dims") else None
+        # what hashed() computes per word and per word pair, kept: most n-grams recur
+        self._word_buckets: dict[str, tuple[int, ...]] = {}
+        self._pair_buckets: dict[str, int] = {}
+
+    def features(self, text: str) -> dict[int, float]:
+        """``topic_features(text, self.buckets, self.wordvec)``: the same buckets in the same
+        order, with each word's and word pair's buckets computed once per model (bounded caches)."""
+        ws = tokens(text)
+        words, pairs, buckets = self._word_buckets, self._pair_buckets, self.buckets
+        if len(words) > _BUCKET_CACHE:
+            words.clear()
+        if len(pairs) > _BUCKET_CACHE:
+            pairs.clear()
+        feats: dict[int, float] = {}
+        get = feats.get
+        prev = None
+        for w in ws:
+            hs = words.get(w)
+            if hs is None:
+                p = f" {w} "
+                hs = words[w] = (_bucket("w:" + w, buckets),
+                                 *(_bucket("c:" + p[j:j + 4], buckets) for j in range(max(1, len(p) - 3))))
+            h = hs[0]
+            feats[h] = get(h, 0.0) + 1.0
+            if prev is not None:
+                b = prev + "_" + w
+                h = pairs.get(b)
+                if h is None:
+                    h = pairs[b] = _bucket("b:" + b, buckets)
+                feats[h] = get(h, 0.0) + 1.0
+            for h in hs[1:]:
+                feats[h] = get(h, 0.0) + 1.0
+            prev = w
+        n = math.sqrt(sum(v * v for v in feats.values())) or 1.0
+        feats = {k: v / n for k, v in feats.items()}
+        if self.wordvec is not None:
+            v = self.wordvec.text_vector(text)
+            if v is not None:
+                for k, x in enumerate(v):
+                    feats[buckets + k] = DENSE_SCALE * x
+        return feats
 
     @functools.lru_cache(maxsize=8192)
     def probs(self, text: str) -> tuple[float, ...]:
         z = list(self.bias)
-        for h, x in hashed(text, self.buckets).items():
-            for c, wt in self.w.get(h, ()):
-                z[c] += wt * x
+        weights = self.w
+        for h, x in self.features(text).items():
+            row = weights.get(h)
+            if row:
+                for c, wt in row:
+                    z[c] += wt * x
         m = max(z)
         e = [math.exp(v - m) for v in z]
         s = sum(e)
@@ -112,14 +181,17 @@ class TextInfo:
     cues: frozenset[str]
     content: frozenset[str]
     values: frozenset[str]
+    vec: tuple[float, ...] | None = None                     # static word vector of the text
+    words: tuple[tuple[str, tuple[float, ...]], ...] = ()   # its content words' vectors
 
 
 class Learned:
     """The topic model, the cue lexicons and the pair model weights of each mode."""
 
     def __init__(self, topic: dict, pair: dict, cues: dict, groups: dict | None = None,
-                 prototypes: dict | None = None):
-        self.topics = TopicModel(topic)
+                 prototypes: dict | None = None, wordvec: WordVectors | None = None):
+        self.wordvec = wordvec
+        self.topics = TopicModel(topic, wordvec)
         # embeddings mode: one mean sentence vector per topic (same order as the topic model)
         self.prototypes = prototypes
         # embeddings mode: example vectors of how a text speaks of a state (semantic_features.py)
@@ -133,16 +205,28 @@ class Learned:
         self.cue_rx = {k: re.compile("|".join(f"(?:{r})" for r in v), re.I | re.M)
                        for k, v in cues.items()}
         self._info: dict[str, TextInfo] = {}
+        self._topic_cache: dict[str, tuple[tuple[float, ...], str, frozenset[str]]] = {}
+
+    def _topics(self, text: str) -> tuple[tuple[float, ...], str, frozenset[str]]:
+        """(distribution, top topic, likeliest topics) of a text: all the candidate index needs
+        (``topics_of``); the rest of ``info`` is read only for texts that meet in a pair."""
+        got = self._topic_cache.get(text)
+        if got is None:
+            if len(self._topic_cache) > 16384:
+                self._topic_cache.clear()
+            p = self.topics.probs(text)
+            order = sorted(range(len(p)), key=lambda i: -p[i])
+            top = self.topics.classes[order[0]]
+            tops = frozenset(self.topics.classes[i] for i in order[:TOP_K] if p[i] >= TOPIC_MIN) - {"other"}
+            got = self._topic_cache[text] = (p, top, tops)
+        return got
 
     def info(self, text: str) -> TextInfo:
         ti = self._info.get(text)
         if ti is None:
             if len(self._info) > 16384:
                 self._info.clear()
-            p = self.topics.probs(text)
-            order = sorted(range(len(p)), key=lambda i: -p[i])
-            top = self.topics.classes[order[0]]
-            tops = frozenset(self.topics.classes[i] for i in order[:TOP_K] if p[i] >= TOPIC_MIN) - {"other"}
+            p, top, tops = self._topics(text)
             cues = frozenset(k for k, rx in self.cue_rx.items() if rx.search(text))
             ws = tokens(text)
             content = frozenset(_stem(w) for w in ws if w not in _STOP and len(w) > 2)
@@ -150,7 +234,10 @@ class Learned:
             vals |= {re.sub(r"\D", "", v) if v[0].isdigit() or v[0] == "+" else v.lower()
                      for v in _VALUEISH.findall(text)}
             vals |= {str(_NUMWORDS[w]) for w in ws if w in _NUMWORDS}
-            ti = self._info[text] = TextInfo(p, top, tops, cues, content, frozenset(vals))
+            wv = self.wordvec
+            ti = self._info[text] = TextInfo(
+                p, top, tops, cues, content, frozenset(vals),
+                wv.text_vector(text) if wv else None, tuple(wv.word_vectors(text)) if wv else ())
         return ti
 
     def old_text(self, text: str, key: str | None) -> str:
@@ -159,7 +246,7 @@ class Learned:
 
     def topics_of(self, text: str, key: str | None = None) -> frozenset[str]:
         """The likeliest topics of a fact (its candidate-index terms)."""
-        return self.info(self.old_text(text, key)).tops
+        return self._topics(self.old_text(text, key))[2]
 
     @staticmethod
     def related(feats: dict[str, float]) -> bool:
@@ -167,13 +254,28 @@ class Learned:
         a multi-valued topic, are scored."""
         near = (feats.get("t_top2", 0.0) > 0
                 or max(feats.get("sim", 0.0), feats.get("s_csim", 0.0)) >= SIM_GATE
-                or feats.get("e_same", 0.0) > 0)
+                or feats.get("e_same", 0.0) > 0 or feats.get("w_sim", 0.0) >= WSIM_GATE)
         # on a multi-valued topic (languages, foods, hobbies) a new value is an addition unless
         # the newer text ends something
         additive = (feats.get("t_multi", 0.0) > feats.get("t_single", 0.0)
                     and feats.get("e_multi", 0.0) >= feats.get("e_single", 0.0)
                     and "n_ending" not in feats)
         return near and not additive
+
+    def may_relate(self, new_text: str, old_text: str, old_key: str | None) -> bool:
+        """``related(features(...))`` of a rules-mode pair (no similarity, no embeddings),
+        without building the features: most pairs a block meets fail the gate, and the
+        features cost a pass over every topic. Keep it in step with ``related``
+        (tests/test_learned.py compares the two on many pairs)."""
+        n = self.info(new_text)
+        o = self.info(self.old_text(old_text, old_key))
+        if not n.tops & o.tops and (n.vec is None or o.vec is None
+                                    or sum(a * b for a, b in zip(n.vec, o.vec)) < WSIM_GATE):
+            return False
+        if "ending" in n.cues:
+            return True
+        pairs_min = [min(a, b) for a, b in zip(n.probs, o.probs)]
+        return not sum(pairs_min[i] for i in self.multi) > sum(pairs_min[i] for i in self.single)
 
     def emb_probs(self, text: str, vector) -> tuple[float, ...] | None:
         """Topic distribution of an embedded text: softmax over its cosine to each prototype
@@ -240,6 +342,10 @@ class Learned:
         f["val_new*t_single"] = single * f["val_new"]
         f["val_new*t_multi"] = multi * f["val_new"]
         f["old_key"] = float(bool(old_key))
+        if n.vec is not None and o.vec is not None and sim is None:
+            # (the embeddings mode weighs MiniLM itself: the static vectors distilled from it
+            # added nothing there but noise, measured with the mode's grouped CV)
+            f.update(_static_features(n, o, mn, single))
         if sim is not None:
             f["sim"] = sim
             f["sim2"] = sim * sim
@@ -283,6 +389,34 @@ def without_names(values: frozenset[str], names: frozenset[str]) -> frozenset[st
     if not names:
         return values
     return frozenset(v for v in values if v.split("'")[0] not in names)
+
+
+def _static_features(n: TextInfo, o: TextInfo, t_min: float, t_single: float) -> dict[str, float]:
+    """Pair features from the static word vectors: how close the two texts are, how much of the
+    older text the newer one covers with the same or related words, and whether a word of the
+    older text meets a related but different word (same kind, another value: Boston ->
+    Providence, iPhone -> Pixel)."""
+    ws = sum(a * b for a, b in zip(n.vec, o.vec))
+    f = {"w_sim": ws, "w_sim2": ws * ws, "w_sim*t_min": ws * t_min, "w_sim*t_single": ws * t_single}
+    best, near, exact = [], 0.0, 0
+    new_words = {w for w, _ in n.words}
+    for w, v in o.words:
+        if w in new_words:
+            exact += 1
+            best.append(1.0)
+            continue
+        m = max((sum(a * b for a, b in zip(v, u)) for _, u in n.words), default=0.0)
+        best.append(m)
+        near = max(near, m)
+    if best:
+        f["w_cover"] = sum(best) / len(best)
+        f["w_exact"] = exact / len(best)
+    f["w_near"] = near
+    for c in ("change", "ending", "start", "hedge", "other_person", "still", "past_habit", "temporary"):
+        if c in n.cues:
+            f[f"n_{c}*w_sim"] = ws
+            f[f"n_{c}*w_near"] = near
+    return f
 
 
 def _stem(w: str) -> str:
@@ -339,7 +473,7 @@ def load_learned(topic_path: str | None = None, pair_path: str | None = None,
         protos = json.loads(_rules_file("topic_prototypes.json").read_text(encoding="utf-8"))
     except FileNotFoundError:
         protos = None
-    learned = Learned(topic, pair, *load_cues(), prototypes=protos)
+    learned = Learned(topic, pair, *load_cues(), prototypes=protos, wordvec=load_word_vectors())
     try:
         cue = json.loads(_rules_file("cue_prototypes.json").read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -487,6 +487,13 @@ class Extractor:
             return low
         return None
 
+    @staticmethod
+    def names_a_word(t: str, subject_words: frozenset[str]) -> bool:
+        """True when a word of ``t`` is one of ``subject_words``: only then does ``anchors``
+        depend on them (``read(t, subject_words)`` is otherwise ``read(t)``)."""
+        skip = {w.lower() for w in subject_words}
+        return bool(skip) and any(w.lower().removesuffix("'s") in skip for w in _WORD.findall(t))
+
     def anchors(self, t: str, subject_words: frozenset[str] = frozenset()) -> frozenset[str]:
         """Salient words of a text: what a cue must mention to end this fact."""
         words = _WORD.findall(t)

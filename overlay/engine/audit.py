@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
+import math
 import os
+import re
 import time
 from functools import partial
 from pathlib import Path
@@ -131,6 +134,10 @@ class AuditResult:
     def iter_facts(self, order: str = "f.id", limit: int | None = None) -> Iterator[dict]:
         yield from fact_dicts(self.store.iter_report_rows(self.source_ids, order=order, limit=limit))
 
+    def iter_fact_lines(self) -> Iterator[str]:
+        """iter_facts() as the JSON report writes them: each fact's JSON text (fact_lines)."""
+        return fact_lines(self.store.iter_report_line_rows(self.source_ids))
+
     def contradictions(self) -> Iterator[dict]:
         return self.store.iter_contradictions(self.source_ids)
 
@@ -171,6 +178,82 @@ def fact_dicts(rows: Iterable[Sequence]) -> Iterator[dict]:
             "first_seen": iso[r.first_seen],
             "annotations": loads(annotations) if annotations not in (None, "", "[]") else [],
         }
+
+
+_encode = jsontext.encoder()
+_encode_str = json.encoder.encode_basestring   # what the encoder quotes a str with (ensure_ascii off)
+# A stored one-key pk whose key and value are printable ASCII without quote or backslash:
+# its text is exactly what encoding the parsed object gives, so it is written as stored.
+_PLAIN_PK = re.compile(r'\{"[ !#-\[\]-~]*": "[ !#-\[\]-~]*"\}')
+_FACT_LINE = ('{"source": %s, "table": %s, "pk": %s, "ref": %s, "subject": %s, "key": %s, "text": %s, '
+              '"category": %s, "created_at": %s, "updated_at": %s, "age_days": %s, "freshness": %s, '
+              '"label": %s, "days_left": %s, "days_until_expired": %s, "expires_at": %s, "expired_by": %s, '
+              '"confidence": %s, "status": %s, "contradicted_by": %s, "first_seen": %s, "annotations": %s}')
+
+
+def fact_lines(rows: Iterable[Sequence]) -> Iterator[str]:
+    """Rows of the store's iter_report_line_rows() (REPORT_COLUMNS, then the JSON text of
+    three ISO times or NULLs) as JSON text, each exactly the encoder's text of the row's
+    fact_dicts() dict (tests/test_report_lines.py), without building the dict: strings are
+    quoted and finite floats written by the functions the encoder itself calls (inline for
+    the usual types), times the database did not write go through to_iso(), and anything
+    else (ints, non-finite floats, a pk or annotations that need parsing) through the
+    encoder."""
+    iso = _IsoJson()
+    loads, encode, quote = jsontext.loads, _encode, _encode_str
+    plain_pk = _PLAIN_PK.fullmatch
+    float_text = float.__repr__
+    STR, FLOAT = str, float
+
+    def other(v) -> str:   # what is not a str (text fields) or a finite float (number fields)
+        return "null" if v is None else encode(v)
+
+    for (source, table, pk, ref, subject, key, text, category, created_at, updated_at, age_days,
+         freshness, label, days_left, days_until_expired, expires_at, expired_by, confidence, status,
+         contradicted_by, first_seen, annotations, created_iso, updated_iso, expires_iso) in rows:
+        # v - v == 0.0 holds for every finite float and for no inf or nan
+        yield _FACT_LINE % (
+            quote(source) if source.__class__ is STR else other(source),
+            quote(table) if table.__class__ is STR else other(table),
+            pk if pk.__class__ is STR and plain_pk(pk) else encode(loads(pk)),
+            quote(ref) if ref.__class__ is STR else other(ref),
+            quote(subject) if subject.__class__ is STR else other(subject),
+            quote(key) if key.__class__ is STR else other(key),
+            quote(text) if text.__class__ is STR else other(text),
+            quote(category) if category.__class__ is STR else other(category),
+            created_iso or iso[created_at], updated_iso or iso[updated_at],
+            float_text(age_days) if age_days.__class__ is FLOAT and age_days - age_days == 0.0 else other(age_days),
+            float_text(freshness) if freshness.__class__ is FLOAT and freshness - freshness == 0.0
+            else other(freshness),
+            quote(label) if label.__class__ is STR else other(label),
+            float_text(days_left) if days_left.__class__ is FLOAT and days_left - days_left == 0.0
+            else other(days_left),
+            float_text(days_until_expired) if days_until_expired.__class__ is FLOAT
+            and days_until_expired - days_until_expired == 0.0 else other(days_until_expired),
+            expires_iso or iso[expires_at],
+            quote(expired_by) if expired_by.__class__ is STR else other(expired_by),
+            float_text(confidence) if confidence.__class__ is FLOAT and confidence - confidence == 0.0
+            else other(confidence),
+            quote(status) if status.__class__ is STR else other(status),
+            "[" + ", ".join([quote(r) for r in contradicted_by.split("\x1f")]) + "]" if contradicted_by else "[]",
+            iso[first_seen],
+            encode(loads(annotations)) if annotations not in (None, "", "[]") else "[]")
+
+
+class _IsoJson(dict):
+    """epoch -> the JSON text of to_iso(epoch) ("null" for None), computed on first use;
+    holds at most `size` epochs."""
+
+    def __init__(self, size: int = 4096):
+        super().__init__({None: "null"})
+        self.size = size
+
+    def __missing__(self, epoch: float) -> str:
+        if len(self) > self.size:
+            self.clear()
+            self[None] = "null"
+        text = self[epoch] = _encode_str(to_iso(epoch))
+        return text
 
 
 class _IsoTexts(dict):

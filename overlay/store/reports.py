@@ -32,6 +32,17 @@ REPORT_COLUMNS = (
 ReportRow = namedtuple("ReportRow", [name for name, _ in REPORT_COLUMNS])  # type: ignore[misc]  # names built above
 REPORT_SELECT = (f"SELECT {', '.join(sql for _, sql in REPORT_COLUMNS)} "
                  "FROM facts f JOIN sources s ON s.id = f.source_id")
+# The JSON report's rows (iter_report_line_rows): REPORT_COLUMNS, then the JSON text of the
+# created_at, updated_at and expires_at ISO times where SQLite writes them exactly as
+# to_iso() does: a whole number of seconds ('unixepoch' is exact there; to_iso() then has no
+# fraction), NULL otherwise (and on Postgres), for the report to compute.
+_ISO_JSON = "CASE WHEN {c} = CAST({c} AS INTEGER) THEN strftime('\"%Y-%m-%dT%H:%M:%S+00:00\"', {c}, 'unixepoch') END"
+REPORT_ISO_TIMES = ("created_at", "updated_at", "expires_at")
+_LINE_SELECT_SQLITE = (f"SELECT {', '.join(sql for _, sql in REPORT_COLUMNS)}, "
+                       + ", ".join(_ISO_JSON.format(c=f"f.{c}") for c in REPORT_ISO_TIMES)
+                       + " FROM facts f JOIN sources s ON s.id = f.source_id")
+_LINE_SELECT_POSTGRES = (f"SELECT {', '.join(sql for _, sql in REPORT_COLUMNS)}, NULL, NULL, NULL "
+                         "FROM facts f JOIN sources s ON s.id = f.source_id")
 
 
 class ReportsRepo(RepoBase):
@@ -51,6 +62,16 @@ class ReportsRepo(RepoBase):
         sql = f"{REPORT_SELECT} WHERE f.status != 'forgotten' {where} ORDER BY {order}"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
+        if self.dialect == "postgres":
+            return self.conn.stream(sql, params)
+        return plain_rows(self.conn, self.dialect, sql, params)
+
+    def iter_report_line_rows(self, source_ids: list[int] | None = None) -> Iterator[tuple]:
+        """iter_report_rows() in id order, each row followed by the three REPORT_ISO_TIMES
+        texts (JSON) SQLite can write exactly, or NULLs (what the JSON report reads)."""
+        where, params = scope("+f.source_id", source_ids)
+        select = _LINE_SELECT_POSTGRES if self.dialect == "postgres" else _LINE_SELECT_SQLITE
+        sql = f"{select} WHERE f.status != 'forgotten' {where} ORDER BY f.id"
         if self.dialect == "postgres":
             return self.conn.stream(sql, params)
         return plain_rows(self.conn, self.dialect, sql, params)
