@@ -285,3 +285,13 @@ def test_only_candidate_facts_are_encoded_once_and_a_reaudit_encodes_nothing(tmp
         new = FactView("", "u1", None, "Sold the car, cycling everywhere now", "", 0.0)
         assert one.encoded == len(d1.embedding_texts(new))
     conn.close()
+
+
+def test_one_off_events_do_not_outdate_each_other(embedder):
+    """Notes of events ("had coffee with Tom ...") hold no state: a later, similar note with
+    other names is not a contradiction, though the texts are alike and their values differ."""
+    d = Detector(embedder=embedder)
+    old = FactView("o", "u1", None, "Had coffee with Tom near the office in Leeds.", "general", 0.0)
+    for i, text in enumerate(["Had coffee with Ana near the office in Leeds.",
+                              "Had coffee with Ravi near the office in York."]):
+        assert d.compare(FactView(f"n{i}", "u1", None, text, "general", 86400.0), [old]) == [], text

@@ -250,7 +250,7 @@ def pair_examples(cases_by_file: dict[str, list[dict]], learned: Learned, embedd
 # The minimal pairs of tools/cue_corpus.py are labelled pairs too (the embeddings mode trains on
 # them): these classes outdate the older fact, the others do not.
 SHIFT_OUTDATES = {"ended": 1, "switched": 1, "began": 1, "resolved": 1, "corrected": 1,
-                  "same": 0, "hedged": 0, "someone_else": 0, "temporary": 0}
+                  "same": 0, "hedged": 0, "someone_else": 0, "temporary": 0, "events": 0}
 
 
 def own_examples(learned: Learned, embedder=None, shifts: bool = False, exclude: frozenset[str] = frozenset()):

@@ -164,6 +164,10 @@ def pair_features(learned, new_parts: list[tuple[str, object]], old_text: str, o
             x = float(delta @ d)
             f[f"s_d_{c}*csim"] = x * csim
             f[f"s_d_{c}*single"] = x * single
+    if "event" in old:          # a one-off happening holds no state a newer text outdates
+        event = old["event"] - old.get("lasting", 0.0)
+        f["s_o_event_margin"] = event
+        f["s_o_event_margin*csim"] = event * csim
     pending = old.get("pending", 0.0) - old.get("lasting", 0.0)
     f["s_o_pending_margin"] = pending
     for c in ("resolved", "ended", "began", "switched"):
