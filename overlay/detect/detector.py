@@ -193,11 +193,16 @@ class Detector:
         sims = self._sims(newer, olders)
         return [self._features(newer, o, v, s) for o, v, s in zip(olders, vs, sims)]
 
-    def learned_terms(self, fact: FactView) -> set[tuple]:
-        """Candidate-index terms of the learned layer: the fact's likeliest topics."""
+    def learned_terms(self, fact: FactView) -> tuple[set[tuple], set[tuple]]:
+        """Candidate-index terms of the learned layer, (offers, wants): the topics the fact
+        offers as the older fact (its likeliest, its key read with its text) and the wider
+        set it looks for as the newer one (its text alone). A pair meets on them exactly
+        when the learned gate (Learned.may_relate / related) lets it through."""
         if self.learned is None:
-            return set()
-        return {("topic", t) for t in self.learned.topics_of(self._capped(fact.text), self._own_key(fact))}
+            return set(), set()
+        text = self._capped(fact.text)
+        return ({("topic", t) for t in self.learned.topics_of(text, self._own_key(fact))},
+                {("topic", t) for t in self.learned.wants_of(text)})
 
     def confirms(self, newer: FactView, older: FactView) -> bool:
         """True when ``newer`` restates ``older`` (same slot value, or same key and value)."""
@@ -299,9 +304,9 @@ class Detector:
             for role, *term in self._index_terms(self.read(fact), self._own_key(fact),
                                                  subject_words(fact.subject)):
                 (offers if role == "offer" else wants).add(tuple(term))
-            for t in self.learned_terms(fact):      # the learned layer relates facts by topic
-                offers.add(tuple(t))
-                wants.add(tuple(t))
+            topic_offers, topic_wants = self.learned_terms(fact)    # the learned layer: by topic
+            offers |= topic_offers
+            wants |= topic_wants
             got = self._terms[ck] = (frozenset(offers), frozenset(wants))
             if len(self._terms) > self._cache_size:
                 self._terms.popitem(last=False)

@@ -50,6 +50,8 @@ had do does did not no just now very really so too also got get user s t of up o
 then than there here what when who how all any some more most much one""".split())
 TOP_K = 2            # a pair is related when the two likeliest topics of each text meet
 TOPIC_MIN = 0.25     # ... counting only topics at least this likely
+WANT_K = 4           # the newer text of a pair looks wider: any of its four likeliest topics
+WANT_MIN = 0.1       # ... at least this likely may meet one the older text offers (tops)
 SIM_GATE = 0.3       # ... or, in the embeddings mode, when the texts are at least this similar
 DENSE_SCALE = 1.0    # weight of a text's static word vector among the topic model's features
 CUES = ("change", "ending", "start", "hedge", "question", "other_person", "past_habit",
@@ -205,12 +207,13 @@ class TextInfo:
 
     probs: tuple[float, ...]
     top: str
-    tops: frozenset[str]        # the two likeliest topics, "other" left out
+    tops: frozenset[str]        # the two likeliest topics, "other" left out (offered as older)
     cues: frozenset[str]
     content: frozenset[str]
     values: frozenset[str]
     vec: tuple[float, ...] | None = None                     # static word vector of the text
     words: tuple[tuple[str, tuple[float, ...]], ...] = ()   # its content words' vectors
+    wants: frozenset[str] = frozenset()  # topics looked for as the newer text (WANT_K, WANT_MIN)
 
 
 class Learned:
@@ -233,11 +236,12 @@ class Learned:
         self.cue_rx = {k: re.compile("|".join(f"(?:{r})" for r in v), re.I | re.M)
                        for k, v in cues.items()}
         self._info: dict[str, TextInfo] = {}
-        self._topic_cache: dict[str, tuple[tuple[float, ...], str, frozenset[str]]] = {}
+        self._topic_cache: dict[str, tuple[tuple[float, ...], str, frozenset[str], frozenset[str]]] = {}
 
-    def _topics(self, text: str) -> tuple[tuple[float, ...], str, frozenset[str]]:
-        """(distribution, top topic, likeliest topics) of a text: all the candidate index needs
-        (``topics_of``); the rest of ``info`` is read only for texts that meet in a pair."""
+    def _topics(self, text: str) -> tuple[tuple[float, ...], str, frozenset[str], frozenset[str]]:
+        """(distribution, top topic, likeliest topics, wanted topics) of a text: all the
+        candidate index needs (``topics_of``, ``wants_of``); the rest of ``info`` is read only
+        for texts that meet in a pair."""
         got = self._topic_cache.get(text)
         if got is None:
             if len(self._topic_cache) > 16384:
@@ -246,7 +250,8 @@ class Learned:
             order = sorted(range(len(p)), key=lambda i: -p[i])
             top = self.topics.classes[order[0]]
             tops = frozenset(self.topics.classes[i] for i in order[:TOP_K] if p[i] >= TOPIC_MIN) - {"other"}
-            got = self._topic_cache[text] = (p, top, tops)
+            wants = frozenset(self.topics.classes[i] for i in order[:WANT_K] if p[i] >= WANT_MIN) - {"other"}
+            got = self._topic_cache[text] = (p, top, tops, wants)
         return got
 
     def info(self, text: str) -> TextInfo:
@@ -254,7 +259,7 @@ class Learned:
         if ti is None:
             if len(self._info) > 4096:     # an entry holds its words' vectors (~2 KB each)
                 self._info.clear()
-            p, top, tops = self._topics(text)
+            p, top, tops, wants = self._topics(text)
             cues = frozenset(k for k, rx in self.cue_rx.items() if rx.search(text))
             ws = tokens(text)
             content = frozenset(_stem(w) for w in ws if w not in _STOP and len(w) > 2)
@@ -265,7 +270,8 @@ class Learned:
             wv = self.wordvec
             ti = self._info[text] = TextInfo(
                 p, top, tops, cues, content, frozenset(vals),
-                wv.text_vector(text) if wv else None, tuple(wv.word_vectors(text)) if wv else ())
+                wv.text_vector(text) if wv else None, tuple(wv.word_vectors(text)) if wv else (),
+                wants)
         return ti
 
     def old_text(self, text: str, key: str | None) -> str:
@@ -273,20 +279,28 @@ class Learned:
         return f"{key.replace('_', ' ')}: {text}" if key else text
 
     def topics_of(self, text: str, key: str | None = None) -> frozenset[str]:
-        """The likeliest topics of a fact (its candidate-index terms)."""
+        """The likeliest topics of a fact: the candidate-index terms it offers as the older fact."""
         return self._topics(self.old_text(text, key))[2]
+
+    def wants_of(self, text: str) -> frozenset[str]:
+        """The topics a fact looks for as the newer fact (its text alone, as ``related`` reads
+        the newer text): its WANT_K likeliest at least WANT_MIN likely. Wider than what it
+        offers, so a casual newer text whose slot is only its third guess still meets the
+        older facts on that slot."""
+        return self._topics(text)[3]
 
     @staticmethod
     def related(feats: dict[str, float]) -> bool:
-        """The gate: only pairs on a shared topic (or similar enough), and not an addition to
-        a multi-valued topic, are scored.
+        """The gate: only pairs where a topic the newer text wants (``wants_of``) is one the
+        older text offers (``topics_of``), or similar enough, and not an addition to a
+        multi-valued topic, are scored.
 
-        In the rules mode a shared topic is the only way in: topics are the candidate-index
-        terms of the block walk (blocks.py), so the walk meets every pair this gate lets
-        through. The static word vectors weigh a pair (features) but never open the gate: a
+        In the rules mode a wanted topic the older text offers is the only way in: these are
+        the candidate-index terms of the block walk (blocks.py), so the walk meets every pair
+        this gate lets through. The static word vectors weigh a pair (features) but never open the gate: a
         similarity threshold would relate pairs the index never proposes, which an audit
         would then miss while comparing every pair found them."""
-        near = (feats.get("t_top2", 0.0) > 0
+        near = (feats.get("t_want", 0.0) > 0
                 or max(feats.get("sim", 0.0), feats.get("s_csim", 0.0)) >= SIM_GATE
                 or feats.get("e_same", 0.0) > 0)
         # on a multi-valued topic (languages, foods, hobbies) a new value is an addition unless
@@ -303,7 +317,7 @@ class Learned:
         (tests/test_learned.py compares the two on many pairs)."""
         n = self.info(new_text)
         o = self.info(self.old_text(old_text, old_key))
-        if not n.tops & o.tops:
+        if not n.wants & o.tops:
             return False
         if "ending" in n.cues:
             return True
@@ -348,7 +362,8 @@ class Learned:
         same = n.top == o.top and n.top != "other"
         single = sum(pairs_min[i] for i in self.single)
         multi = sum(pairs_min[i] for i in self.multi)
-        f.update(t_single=single, t_multi=multi, t_top2=float(bool(n.tops & o.tops)))
+        f.update(t_single=single, t_multi=multi, t_top2=float(bool(n.tops & o.tops)),
+                 t_want=float(bool(n.wants & o.tops)))
         f.update(t_dot=dot, t_min=mn, t_same=float(same),
                  t_new_other=n.probs[other] if other >= 0 else 0.0,
                  t_old_other=o.probs[other] if other >= 0 else 0.0)
