@@ -155,9 +155,11 @@ def test_topic_model_features_are_the_hashed_ngrams_bucket_for_bucket():
     from memwatch_overlay.overlay.detect.wordvec import load_word_vectors
     data = json.loads(_rules_file("topic_model.json").read_text(encoding="utf-8"))
     wv = load_word_vectors()
-    # the shipped model (hashed n-grams) and one fitted with --static-topics (dense columns too)
-    models = [TopicModel(data, wv), TopicModel({**data, "dense_dims": wv.dims}, wv)]
+    # a model of hashed n-grams alone and one fitted with --static-topics (dense columns too,
+    # as the shipped one is)
+    models = [TopicModel({**data, "dense_dims": 0}, wv), TopicModel({**data, "dense_dims": wv.dims}, wv)]
     assert models[0].wordvec is None and models[1].wordvec is wv
+    assert TopicModel(data, wv).wordvec is wv
     texts = [t for o, k, n in _case_texts() for t in (o, n, f"{k}: {o}")]
     texts += ["", "a", "I'm   Bob", "naïve café in Zürich", "x-ray of my left arm, 2024"]
     for topics in models:
@@ -191,13 +193,35 @@ def test_the_cheap_rules_mode_gate_agrees_with_the_features_gate():
     olds = {(o, k) for o, k, _ in cases}
     news = {n for _, _, n in cases}
     seen = {True: 0, False: 0}
+    widened = 0
     for old, key in olds:
         for new in news:
-            feats = m.features(new, old, key, "none", 0.0, False)
-            expected = m.related(feats)
-            assert m.may_relate(new, old, key) == expected, (old, key, new)
-            seen[expected] += 1
+            for wide in (True, False):
+                feats = m.features(new, old, key, "none", 0.0, False, wide=wide)
+                expected = m.related(feats)
+                assert m.may_relate(new, old, key, wide) == expected, (old, key, new, wide)
+                seen[expected] += 1
+            # the wide gate (the newer text's four likeliest topics) lets through a superset
+            narrow = m.may_relate(new, old, key, False)
+            assert narrow <= m.may_relate(new, old, key, True)
+            widened += m.may_relate(new, old, key, True) and not narrow
     assert seen[True] > 50 and seen[False] > 50      # both sides of the gate are exercised
+    assert widened > 10                              # and the wider wants change something
+
+
+def test_the_newer_fact_looks_wide_only_where_the_rules_read_no_slot():
+    """The index's topic wants are what the gate reads: the wider set for a text the rules
+    read no slot in, its offered topics where they read one."""
+    det = Detector()
+    casual = fact("n1", "first week at Canva done, exhausted")
+    slotted = fact("n2", "Please use t.nowak@example.net from now on, I closed the old address.")
+    assert not det.read(casual).slots and det.read(slotted).slots
+    for f, wide in ((casual, True), (slotted, False)):
+        offers, wants = det.learned_terms(f)
+        assert wants == {("topic", t) for t in det.learned.wants_of(f.text, wide)}
+        assert {t for t in det.offers_and_wants(f)[1] if t[0] == "topic"} == wants
+    # the e-mail text's second guess is employer: looking wide, it would meet "works at Google"
+    assert det.learned.wants_of(slotted.text, True) != det.learned.wants_of(slotted.text, False)
 
 
 def test_pair_feature_sums_are_the_plain_generator_sums():

@@ -23,6 +23,10 @@ from storegen import write_config
 AGENT_STORES = Path(__file__).parent / "fixtures" / "agent-stores"
 AS_OF = parse_timestamp("2026-11-29")
 CATS = ("employment", "location", "preference", "contact")
+# What each category's notes say: small talk that names no slot (no city, employer, phone ...),
+# so no two notes, and no note and a town, share a slot, a key, a cue word or a likely topic.
+NOTES = {"employment": "asked about the weather", "location": "the sky was clear tonight",
+         "preference": "the cat sat on the mat", "contact": "the blue folder is on the top shelf"}
 
 
 def _store(path: Path, users: int = 10, per_block: int = 5, town: bool = False) -> Path:
@@ -38,7 +42,7 @@ def _store(path: Path, users: int = 10, per_block: int = 5, town: bool = False) 
         for cat in CATS:
             for j in range(per_block):
                 i += 1
-                text = "Lives in Bergen" if (u == 3 and cat == "location" and j == 0) else f"Note {j} on {cat}"
+                text = "Lives in Bergen" if (u == 3 and cat == "location" and j == 0) else f"Note {j}: {NOTES[cat]}"
                 if town and cat == "location" and text != "Lives in Bergen":
                     text = f"Lives in Town{u}x{j}"
                 rows.append((i, f"u{u}", cat, None, text, f"2025-0{1 + j}-10 10:00:00"))

@@ -127,7 +127,7 @@ class Detector:
         self._cache_size = cache_size
         self._texts: dict[str, Reading] = {}     # text -> its reading for no subject in particular
         # (newer text, older text, older key) -> the pair model's probability (rules mode)
-        self._pair_scores: dict[tuple[str, str, str | None], float | None] = {}
+        self._pair_scores: dict[tuple[str, str, str | None, bool], float | None] = {}
 
     # ------------------------------------------------------------ public API
     def compare(self, newer: FactView, olders: Iterable[FactView],
@@ -202,7 +202,14 @@ class Detector:
             return set(), set()
         text = self._capped(fact.text)
         return ({("topic", t) for t in self.learned.topics_of(text, self._own_key(fact))},
-                {("topic", t) for t in self.learned.wants_of(text)})
+                {("topic", t) for t in self.learned.wants_of(text, self._looks_wide(fact))})
+
+    def _looks_wide(self, fact: FactView) -> bool:
+        """Whether the learned layer lets ``fact``, as the newer fact, look for its wider set
+        of topics (Learned.wants_of): only when the rules read no slot in it. Where they
+        read one ("new e-mail is ..."), what it is about is known, and a second guess of the
+        topic model (employer) would only meet facts it has nothing to do with."""
+        return not self.read(fact).slots
 
     def confirms(self, newer: FactView, older: FactView) -> bool:
         """True when ``newer`` restates ``older`` (same slot value, or same key and value)."""
@@ -557,7 +564,8 @@ class Detector:
         feats = self.learned.features(self._capped(new.text), self._capped(old.text), self._own_key(old), rule,
                                       best.confidence if best is not None else 0.0,
                                       v.confirmed, None if sim is None else sim[0],
-                                      None if sim is None else sim[1:3], names=names)
+                                      None if sim is None else sim[1:3], names=names,
+                                      wide=self._looks_wide(new))
         if sim is not None and sim[3] is not None:
             new_parts, old_text, old_vec = sim[3]
             old_info = self.learned.info(self.learned.old_text(old_text, self._own_key(old)))
@@ -568,7 +576,7 @@ class Detector:
     def _pair_probability(self, new: FactView, old: FactView, v: _Verdict, sim, mode: str) -> float | None:
         """The pair model's probability, or None when its gate turns the pair away."""
         if sim is None and not self.learned.may_relate(self._capped(new.text), self._capped(old.text),
-                                                       self._own_key(old)):
+                                                       self._own_key(old), self._looks_wide(new)):
             return None                 # the gate would say no: no features built
         feats = self._features(new, old, v, sim)
         if not self.learned.related(feats):
@@ -579,9 +587,9 @@ class Detector:
         """The pair model's verdict on a pair the rules did not flag."""
         mode = "embeddings" if sim is not None and "embeddings" in self.learned.modes else "rules"
         if sim is None and not v.conflicts and not v.confirmed:
-            # in the rules mode the pair's probability depends on the two texts and the older
-            # key alone: a pair of texts met again (restated memories) is scored once
-            ck = (self._capped(new.text), self._capped(old.text), self._own_key(old))
+            # in the rules mode the pair's probability depends on the two texts, the older key
+            # and whether the newer looks wide: a pair of texts met again is scored once
+            ck = (self._capped(new.text), self._capped(old.text), self._own_key(old), self._looks_wide(new))
             p = self._pair_scores.get(ck, _UNSCORED)
             if p is _UNSCORED:
                 p = self._pair_probability(new, old, v, sim, mode)

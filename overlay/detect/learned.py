@@ -282,17 +282,20 @@ class Learned:
         """The likeliest topics of a fact: the candidate-index terms it offers as the older fact."""
         return self._topics(self.old_text(text, key))[2]
 
-    def wants_of(self, text: str) -> frozenset[str]:
+    def wants_of(self, text: str, wide: bool = True) -> frozenset[str]:
         """The topics a fact looks for as the newer fact (its text alone, as ``related`` reads
-        the newer text): its WANT_K likeliest at least WANT_MIN likely. Wider than what it
-        offers, so a casual newer text whose slot is only its third guess still meets the
-        older facts on that slot."""
-        return self._topics(text)[3]
+        the newer text). ``wide`` (the rules read no slot in it: what it is about is only the
+        topic model's guess): its WANT_K likeliest at least WANT_MIN likely, so a casual text
+        whose slot is only the third guess still meets the older facts on that slot; else
+        the topics it offers."""
+        got = self._topics(text)
+        return got[3] if wide else got[2]
 
     @staticmethod
     def related(feats: dict[str, float]) -> bool:
-        """The gate: only pairs where a topic the newer text wants (``wants_of``) is one the
-        older text offers (``topics_of``), or similar enough, and not an addition to a
+        """The gate: only pairs where a topic the newer text wants (``wants_of``: wide or
+        not, as the features were built) is one the older text offers (``topics_of``), or
+        similar enough, and not an addition to a
         multi-valued topic, are scored.
 
         In the rules mode a wanted topic the older text offers is the only way in: these are
@@ -310,14 +313,14 @@ class Learned:
                     and "n_ending" not in feats)
         return near and not additive
 
-    def may_relate(self, new_text: str, old_text: str, old_key: str | None) -> bool:
+    def may_relate(self, new_text: str, old_text: str, old_key: str | None, wide: bool = True) -> bool:
         """``related(features(...))`` of a rules-mode pair (no similarity, no embeddings),
         without building the features: most pairs a block meets fail the gate, and the
         features cost a pass over every topic. Keep it in step with ``related``
         (tests/test_learned.py compares the two on many pairs)."""
         n = self.info(new_text)
         o = self.info(self.old_text(old_text, old_key))
-        if not n.wants & o.tops:
+        if not (n.wants if wide else n.tops) & o.tops:
             return False
         if "ending" in n.cues:
             return True
@@ -348,7 +351,7 @@ class Learned:
     def features(self, new_text: str, old_text: str, old_key: str | None,
                  rule: str, rule_conf: float, confirmed: bool,
                  sim: float | None = None, emb: tuple | None = None,
-                 names: frozenset[str] = frozenset()) -> dict[str, float]:
+                 names: frozenset[str] = frozenset(), wide: bool = True) -> dict[str, float]:
         """The pair features (names -> values) the pair model weighs. ``names``: words naming
         the subject ("tomasz"), never a value ("Tomasz's side project" names no new value)."""
         n = self.info(new_text)
@@ -363,7 +366,7 @@ class Learned:
         single = sum(pairs_min[i] for i in self.single)
         multi = sum(pairs_min[i] for i in self.multi)
         f.update(t_single=single, t_multi=multi, t_top2=float(bool(n.tops & o.tops)),
-                 t_want=float(bool(n.wants & o.tops)))
+                 t_want=float(bool((n.wants if wide else n.tops) & o.tops)))
         f.update(t_dot=dot, t_min=mn, t_same=float(same),
                  t_new_other=n.probs[other] if other >= 0 else 0.0,
                  t_old_other=o.probs[other] if other >= 0 else 0.0)
