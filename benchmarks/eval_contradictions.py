@@ -163,7 +163,10 @@ def main(argv: list[str] | None = None) -> int:
 
     cases = load_cases(a.cases)
     detector = build_detector(a)
-    texts = {c["new_text"] for c in cases} | {m["text"] for c in cases for m in c["memories"]}
+    def view(text: str) -> FactView:
+        return FactView("x", "case", None, text, "", 0.0)
+    texts = ({t for c in cases for t in detector.embedding_texts(view(c["new_text"]))}   # + its clauses
+             | {detector.embedding_text(view(m["text"])) for c in cases for m in c["memories"]})
     embed_s = 0.0
     if detector.embedder is not None:     # one batch for every text: far faster than per case
         detector.embedder.embed(["warm-up"])          # model loading is not per-pair cost

@@ -132,13 +132,14 @@ def test_sync_keeps_vectors_in_the_overlay_and_reembeds_after_a_model_change(tmp
         stats = engine.sync(cfg.sources[0], as_of=parse_timestamp("2026-11-29"), full=True)
         assert stats.contradictions == 1
         cache = VectorCache(overlay)
-        assert cache.models() == {DEFAULT_MODEL_NAME: 3}
+        # u2's one fact meets no other fact: it is not embedded (only candidates are)
+        assert cache.models() == {DEFAULT_MODEL_NAME: 2}
         # another model made these vectors: the next sync finds and replaces them
         overlay.conn.execute("UPDATE fact_vectors SET model = 'old-model'")
         fresh = Embedder()
         engine = SyncEngine(overlay, cfg, detector=Detector(embedder=fresh))
         engine.sync(cfg.sources[0], as_of=parse_timestamp("2026-11-29"), full=False)
-        assert cache.models() == {DEFAULT_MODEL_NAME: 3} and fresh.encoded == 3
+        assert cache.models() == {DEFAULT_MODEL_NAME: 2} and fresh.encoded == 2
 
 
 def test_a_sync_embeds_many_blocks_in_few_model_calls_and_finds_the_same(tmp_path, monkeypatch):
@@ -189,3 +190,108 @@ def test_a_sync_embeds_many_blocks_in_few_model_calls_and_finds_the_same(tmp_pat
     monkeypatch.setattr(detect_changed, "EMBED_BATCH", 1)       # one model call per block
     per_block, found_per_block = run("per_block.db")
     assert per_block.model_calls >= users and found_per_block == found
+
+
+def test_fixture_stores_planted_found_and_look_alikes_unflagged_with_embeddings(embedder):
+    """The embeddings mode on every fixture manifest: each planted contradiction found, no
+    other pair flagged, and no similar-but-not-contradicting pair flagged either way."""
+    from conftest import load_manifest
+    from test_contradictions_fixtures import FRAMEWORKS, _detect_all, _facts, _item_by_source
+
+    d = Detector(embedder=embedder)
+    for framework in FRAMEWORKS:
+        manifest = load_manifest(framework)
+        facts = _facts(manifest)
+        planted = {(it["item_id"], _item_by_source(manifest, it["expected"]["contradicted_by"]))
+                   for it in manifest["items"] if it["expected"].get("contradicted_by")}
+        assert _detect_all(facts, d) == planted, framework
+        for it in manifest["items"]:
+            if it.get("similar_but_not_contradicting"):
+                b = _item_by_source(manifest, it["similar_but_not_contradicting"])
+                old, new = sorted((facts[it["item_id"]], facts[b]), key=lambda f: f.learned_at)
+                assert d.compare(new, [old]) == [], f"{framework}: {old.text!r} flagged by {new.text!r}"
+
+
+def test_the_subjects_own_name_is_not_what_makes_two_facts_alike(embedder):
+    """MiniLM weighs a shared name heavily: the subject's name is encoded as "the user"."""
+    d = Detector(embedder=embedder)
+    named = FactView("o", "u_tomasz", None, "Tomasz works at Google on the Ads team.", "employment", 0.0)
+    assert d.embedding_text(named) == "the user works at Google on the Ads team."
+    other = FactView("n", "u_tomasz", None, "Google Cloud is the vendor for Tomasz's side project.", "general", 9.0)
+    assert d.embedding_text(other).endswith("for the user's side project.")
+    assert d.compare(other, [named]) == []
+    # another person's name stays what it is
+    assert "Marta" in d.embedding_text(FactView("x", "u_tomasz", None, "Marta moved to Gdansk", "general", 0.0))
+
+
+def test_clauses_of_a_long_message_are_encoded_and_weighed(embedder):
+    """A message that mixes topics: the clause about the older fact is found (cosine higher
+    than the whole text's) and the pair is flagged."""
+    from memwatch_overlay.overlay.detect.semantic_features import clauses
+    d = Detector(embedder=embedder)
+    old = FactView("o", "u", "city", "Lives in Leeds", "location", 0.0)
+    text = "long week. anyway: settled into the new flat in Bristol, and the cat hates the stairs"
+    assert len(clauses(text)) >= 2
+    new = FactView("n", "u", None, text, "general", 100 * 86400.0)
+    [f] = d.pair_features(new, [old])
+    assert f["s_csim"] > f["sim"] and f["s_clauses"] > 0
+    assert [c.older for c in d.compare(new, [old])] == ["o"]
+
+
+def test_only_candidate_facts_are_encoded_once_and_a_reaudit_encodes_nothing(tmp_path):
+    """Encodings counted on a real store: facts alone in their block (one memory of a user)
+    are never encoded; each compared fact is encoded once with its clauses and cached in the
+    overlay; a re-audit of the unchanged store encodes nothing; one new memory encodes that
+    memory's texts and nothing of the facts already cached."""
+    import sqlite3
+
+    from memwatch_overlay.core.timeparse import parse_timestamp
+    from memwatch_overlay.overlay.engine.sync import SyncEngine
+    from memwatch_overlay.rules.config import load_config
+    from storegen import write_config
+
+    db = tmp_path / "bot.db"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE memories (id INTEGER PRIMARY KEY, user_id TEXT, kind TEXT, fact_key TEXT, "
+                 "content TEXT, created_at TEXT)")
+    rows = [("u1", "Lives in Rome", "2025-01-01 10:00:00"),
+            ("u1", "Works at a bakery. Loves the early shifts", "2025-02-01 10:00:00"),
+            ("u1", "We moved to Milan: the flat is tiny", "2026-10-01 10:00:00")]
+    rows += [(f"solo{i}", f"Likes jazz record number {i}", "2025-03-01 10:00:00") for i in range(5)]
+    conn.executemany("INSERT INTO memories (user_id, content, created_at) VALUES (?, ?, ?)", rows)
+    conn.commit()
+    cfg = load_config(write_config(tmp_path, db))
+    as_of = parse_timestamp("2026-11-29")
+    with OverlayStore(tmp_path / "overlay.db") as overlay:
+        emb = Embedder()
+        det = Detector(embedder=emb)
+        SyncEngine(overlay, cfg, detector=det).sync(cfg.sources[0], as_of=as_of, full=True)
+        u1 = [FactView("", "u1", None, t, "", 0.0) for _, t, _ in rows[:3]]
+        expected = {t for f in u1 for t in det.embedding_texts(f)}
+        assert len(expected) > 3                         # clauses are encoded too
+        assert emb.encoded == len(expected)
+        assert VectorCache(overlay).models() == {DEFAULT_MODEL_NAME: 3}     # no solo fact
+        # a re-audit of the unchanged store, with a fresh model: nothing encoded
+        again = Embedder()
+        SyncEngine(overlay, cfg, detector=Detector(embedder=again)).sync(cfg.sources[0], as_of=as_of, full=True)
+        assert again.encoded == 0 and again.model_calls == 0
+        # one new memory in u1's block: its texts alone are encoded (the others come from the overlay)
+        conn.execute("INSERT INTO memories (user_id, content, created_at) VALUES "
+                     "('u1', 'Sold the car, cycling everywhere now', '2026-11-01 10:00:00')")
+        conn.commit()
+        one = Embedder()
+        d1 = Detector(embedder=one)
+        SyncEngine(overlay, cfg, detector=d1).sync(cfg.sources[0], as_of=as_of, full=False)
+        new = FactView("", "u1", None, "Sold the car, cycling everywhere now", "", 0.0)
+        assert one.encoded == len(d1.embedding_texts(new))
+    conn.close()
+
+
+def test_one_off_events_do_not_outdate_each_other(embedder):
+    """Notes of events ("had coffee with Tom ...") hold no state: a later, similar note with
+    other names is not a contradiction, though the texts are alike and their values differ."""
+    d = Detector(embedder=embedder)
+    old = FactView("o", "u1", None, "Had coffee with Tom near the office in Leeds.", "general", 0.0)
+    for i, text in enumerate(["Had coffee with Ana near the office in Leeds.",
+                              "Had coffee with Ravi near the office in York."]):
+        assert d.compare(FactView(f"n{i}", "u1", None, text, "general", 86400.0), [old]) == [], text

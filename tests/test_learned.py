@@ -150,13 +150,19 @@ def _case_texts():
 
 
 def test_topic_model_features_are_the_hashed_ngrams_bucket_for_bucket():
-    from memwatch_overlay.overlay.detect.learned import topic_features
-    topics = load_learned().topics
-    assert topics.wordvec is not None          # the shipped model reads the word vectors too
+    import json
+    from memwatch_overlay.overlay.detect.learned import TopicModel, _rules_file, topic_features
+    from memwatch_overlay.overlay.detect.wordvec import load_word_vectors
+    data = json.loads(_rules_file("topic_model.json").read_text(encoding="utf-8"))
+    wv = load_word_vectors()
+    # the shipped model (hashed n-grams) and one fitted with --static-topics (dense columns too)
+    models = [TopicModel(data, wv), TopicModel({**data, "dense_dims": wv.dims}, wv)]
+    assert models[0].wordvec is None and models[1].wordvec is wv
     texts = [t for o, k, n in _case_texts() for t in (o, n, f"{k}: {o}")]
     texts += ["", "a", "I'm   Bob", "naïve café in Zürich", "x-ray of my left arm, 2024"]
-    for t in texts + texts:                 # the second pass reads the cached buckets
-        assert list(topics.features(t).items()) == list(topic_features(t, topics.buckets, topics.wordvec).items())
+    for topics in models:
+        for t in texts + texts:             # the second pass reads the cached buckets
+            assert list(topics.features(t).items()) == list(topic_features(t, topics.buckets, topics.wordvec).items())
 
 
 def test_topic_probabilities_are_the_plain_weighted_sums_bit_for_bit():

@@ -16,7 +16,8 @@ Usage (needs the `train` extra: scikit-learn, numpy):
    Figures per cases file and pooled, per category and subtype. A pair counts as flagged when
    the rules flag it or the pair model's probability reaches the threshold (what Detector does).
 3. --write fits on everything (threshold: the median of the outer folds' thresholds) and writes
-   rules/topic_model.json and the mode's entry of rules/pair_model.json.
+   rules/topic_model.json and the mode's file: rules/pair_model.json (rules mode) or
+   rules/pair_model_embeddings.json (--embeddings, with rules/topic_prototypes.json).
 
 The cases files are arguments; nothing from them is copied into the project.
 """
@@ -44,8 +45,10 @@ T0 = 1_800_000_000.0
 DAY = 86400.0
 TOPIC_FILE = ROOT / "rules" / "topic_model.json"
 PROTO_FILE = ROOT / "rules" / "topic_prototypes.json"
+CUE_PROTO_FILE = ROOT / "rules" / "cue_prototypes.json"
 PROTO_SCALE = 20.0
-PAIR_FILE = ROOT / "rules" / "pair_model.json"
+PAIR_FILES = {"rules": ROOT / "rules" / "pair_model.json",
+              "embeddings": ROOT / "rules" / "pair_model_embeddings.json"}
 
 
 def load_cases(path: str) -> list[dict]:
@@ -89,7 +92,10 @@ def near_copies(cases_by_file: dict[str, list[dict]]) -> set[str]:
     return out
 
 
-def train_topics(seed: int = 7, prune: float = 0.02, static: bool = True,
+STATIC_TOPICS = False   # --static-topics: the text's static word vector is a topic-model feature
+
+
+def train_topics(seed: int = 7, prune: float = 0.02, static: bool | None = None,
                  exclude: frozenset[str] = frozenset(), casual: int = 0,
                  cv: bool = True) -> tuple[dict, float]:
     """Fit the topic model; ``static``: the text's static word vector (rules/word_vectors.bin)
@@ -99,7 +105,7 @@ def train_topics(seed: int = 7, prune: float = 0.02, static: bool = True,
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import GroupKFold
     import numpy as np
-    wv = load_word_vectors() if static else None
+    wv = load_word_vectors() if (STATIC_TOPICS if static is None else static) else None
     dims = wv.dims if wv is not None else 0
     rows, labels, groups = [], [], []
     tid = 0
@@ -158,19 +164,67 @@ def _casual(text: str, rng) -> str:
     return wrap(text, rng) if wrap else text
 
 
-def build_prototypes(topic: dict, embedder, seed: int = 7) -> dict:
-    """One mean, normalised sentence vector per topic, over the corpus sentences."""
+def build_prototypes(topic: dict, embedder, seed: int = 7, exclude: frozenset[str] = frozenset()) -> dict:
+    """One mean, normalised sentence vector per topic, over the corpus sentences (``exclude``:
+    templates left out, as train_topics leaves them out)."""
     import numpy as np
     by: dict[str, list[str]] = defaultdict(list)
     for slot, temps in slot_corpus.T.items():
         for t in temps:
-            by[slot] += _fills(t, seed)
+            if t not in exclude:
+                by[slot] += _fills(t, seed)
     vecs = []
     for c in topic["classes"]:
         m = embedder.embed(by[c]).mean(axis=0)
         vecs.append([round(float(x), 4) for x in m / (np.linalg.norm(m) or 1.0)])
     return {"version": 1, "model": embedder.model_name, "scale": PROTO_SCALE, "classes": topic["classes"],
             "vectors": vecs}
+
+
+def cue_sentences() -> list[str]:
+    """Every sentence of tools/cue_corpus.py (examples and both sides of the minimal pairs)."""
+    import cue_corpus
+    out = [t for cl in (cue_corpus.NEWER, cue_corpus.OLDER) for ts in cl.values() for t in ts]
+    return out + [t for pairs in cue_corpus.SHIFTS.values() for p in pairs for t in p]
+
+
+def near_copy_sentences(cases_by_file: dict[str, list[dict]], sentences: list[str]) -> set[str]:
+    """The sentences that share most of their content words with a text of the cases files
+    (the test near_copies applies to corpus templates)."""
+    import re
+    word = re.compile(r"[a-zà-ÿ0-9']+")
+    stop = set("a an the i my me to of in and is it for on at was with so now no just i'm are user has have".split())
+    texts = [{w for w in word.findall(t.lower()) if w not in stop}
+             for cs in cases_by_file.values() for c in cs
+             for t in [c["new_text"]] + [m["text"] for m in c["memories"]]]
+    out = set()
+    for t in sentences:
+        tw = {w for w in word.findall(t.lower()) if w not in stop}
+        need = max(2, -(-3 * len(tw) // 4))
+        if len(tw) >= 2 and any(len(tw & x) >= need for x in texts):
+            out.add(t)
+    return out
+
+
+def build_cue_prototypes(embedder, exclude: frozenset[str] = frozenset()) -> dict:
+    """The example vectors of tools/cue_corpus.py per class (semantic_features.CuePrototypes);
+    ``exclude``: sentences left out (a minimal pair goes when either side is excluded)."""
+    import numpy as np
+    import cue_corpus
+    from memwatch_overlay.overlay.detect.semantic_features import K_NEAREST, encode_matrix
+    groups = {}
+    for role, classes in (("newer", cue_corpus.NEWER), ("older", cue_corpus.OLDER)):
+        groups[role] = {c: encode_matrix(embedder.embed([t for t in texts if t not in exclude]))
+                        for c, texts in classes.items()}
+    groups["shifts"] = {}
+    n = sum(len(t) for cl in (cue_corpus.NEWER, cue_corpus.OLDER) for t in cl.values())
+    for c, pairs in cue_corpus.SHIFTS.items():
+        pairs = [p for p in pairs if p[0] not in exclude and p[1] not in exclude]
+        n += 2 * len(pairs)
+        d = (embedder.embed([b for _, b in pairs]) - embedder.embed([a for a, _ in pairs])).mean(axis=0)
+        groups["shifts"][c] = encode_matrix([d / (np.linalg.norm(d) or 1.0)])
+    return {"version": 1, "model": embedder.model_name, "dim": embedder.dim, "k": K_NEAREST,
+            "trained_on": f"tools/cue_corpus.py: {n} sentences", **groups}
 
 
 # ---------------------------------------------------------------- pair examples
@@ -196,14 +250,31 @@ def pair_examples(cases_by_file: dict[str, list[dict]], learned: Learned, embedd
     return out
 
 
-def own_examples(learned: Learned, embedder=None):
-    """The project's own labelled pairs (tests/contradiction_cases.py): training only, never scored."""
+# The minimal pairs of tools/cue_corpus.py are labelled pairs too (the embeddings mode trains on
+# them): these classes outdate the older fact, the others do not.
+SHIFT_OUTDATES = {"ended": 1, "switched": 1, "began": 1, "resolved": 1, "corrected": 1,
+                  "same": 0, "hedged": 0, "someone_else": 0, "temporary": 0, "events": 0}
+
+
+def own_examples(learned: Learned, embedder=None, shifts: bool = False, exclude: frozenset[str] = frozenset()):
+    """The project's own labelled pairs (tests/contradiction_cases.py, and with ``shifts`` the
+    minimal pairs of tools/cue_corpus.py): training only, never scored."""
     sys.path.insert(0, str(ROOT / "tests"))
     from contradiction_cases import PARAPHRASES
     det = Detector(learned=learned, embedder=embedder)
     out = []
+    if shifts:
+        import cue_corpus
+        flat = [(c, a, b) for c, pairs in cue_corpus.SHIFTS.items() for a, b in pairs
+                if c in SHIFT_OUTDATES and a not in exclude and b not in exclude]
+        # each minimal pair, and its newer text against another pair's older fact (a cue about
+        # something else outdates nothing)
+        PARAPHRASES = (list(PARAPHRASES) + [(a, None, b, SHIFT_OUTDATES[c]) for c, a, b in flat]
+                       + [(flat[i][1], None, flat[(i + 37) % len(flat)][2], 0) for i in range(len(flat))])
     if embedder is not None:
-        embedder.embed(sorted({p[0] for p in PARAPHRASES} | {p[2] for p in PARAPHRASES}))
+        embedder.embed(sorted({det.embedding_text(FactView("x", "case", None, p[0], "", 0.0)) for p in PARAPHRASES}
+                              | {t for p in PARAPHRASES
+                                 for t in det.embedding_texts(FactView("x", "case", None, p[2], "", 0.0))}))
     for old, key, new, label in PARAPHRASES:
         o = FactView("old", "case", key, old, "general", T0 - 300 * DAY)
         n = FactView("new", "case", None, new, "general", T0)
@@ -241,7 +312,21 @@ def _pick_threshold(probs, y, rule, min_p: float = 0.9) -> float:
     return best
 
 
-def cross_validate(ex, folds: int, C: float, min_p: float, own=()):
+def _pick_threshold_counted(probs, y, rule, min_p: float = 0.9, min_added: int = 5) -> float:
+    """The lowest threshold at which the pairs the model adds to the rules' (at least
+    ``min_added`` of them) are right at least ``min_p`` of the time; 0.95 when none is.
+    Unlike _pick_threshold a single wrong pair near the top does not end the scan (the
+    embeddings mode's inner folds hold few pairs above 0.8)."""
+    best = 0.95
+    for t in [x / 100 for x in range(95, 29, -1)]:
+        tp = sum(1 for p, g, r in zip(probs, y, rule) if not r and p >= t and g)
+        n = sum(1 for p, g, r in zip(probs, y, rule) if not r and p >= t)
+        if n >= min_added and tp / n >= min_p:
+            best = t
+    return best
+
+
+def cross_validate(ex, folds: int, C: float, min_p: float, own=(), picker=None):
     from sklearn.model_selection import GroupKFold
     idx = [i for i, e in enumerate(ex) if not e[6]]
     groups = [ex[i][1]["group"] for i in idx]
@@ -265,7 +350,7 @@ def cross_validate(ex, folds: int, C: float, min_p: float, own=()):
                         for i, p in zip(b, _prob(mdl, [feats[i] for i in b]))]
             inner_y += [y[i] for i in b]
             inner_r += [rule[i] for i in b]
-        t = _pick_threshold(inner_p, inner_y, inner_r, min_p)
+        t = (picker or _pick_threshold)(inner_p, inner_y, inner_r, min_p)
         ths.append(t)
         mdl = _fit([feats[i] for i in tr] + own_f, [y[i] for i in tr] + own_y, C)
         for i, p in zip(te, _prob(mdl, [feats[i] for i in te])):
@@ -323,6 +408,26 @@ def write_oof(ex, oof, folder: Path, tag: str) -> None:
                 f.write(json.dumps({"id": cid, "contradicted": sorted(flagged), "update": None}) + "\n")
 
 
+def _load_vectors(embedder, path: Path) -> None:
+    """Vectors of an earlier run (same model) into the embedder's memory cache."""
+    import numpy as np
+    if not path.exists():
+        return
+    data = np.load(path, allow_pickle=False)
+    if str(data["model"]) != embedder.model_name:
+        return
+    for t, v in zip(data["texts"], data["vectors"]):
+        embedder.remember(str(t), v)
+
+
+def _save_vectors(embedder, path: Path) -> None:
+    import numpy as np
+    texts = list(embedder._memory)
+    if texts:
+        np.savez(path, model=embedder.model_name, texts=np.array(texts),
+                 vectors=np.vstack([embedder._memory[t] for t in texts]))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("cases", nargs="+")
@@ -334,13 +439,24 @@ def main(argv=None) -> int:
     ap.add_argument("--write", action="store_true", help="write the fitted weights into rules/")
     ap.add_argument("--oof-dir", default=None, help="write out-of-fold predictions (score.py format) here")
     ap.add_argument("--report-json", default=None)
+    ap.add_argument("--vector-file", default=None,
+                    help="--embeddings: keep the sentence vectors in this .npz between runs (encoding dominates)")
+    ap.add_argument("--no-cue-prototypes", action="store_true",
+                    help="--embeddings: leave out the cue prototype features (an ablation)")
+    ap.add_argument("--no-shift-pairs", action="store_true",
+                    help="--embeddings: do not train on tools/cue_corpus.py's minimal pairs (an ablation)")
     ap.add_argument("--reuse-topics", action="store_true", help="keep rules/topic_model.json as it is")
     ap.add_argument("--keep-near-copies", action="store_true",
                     help="cross-validate with the full topic model (see near_copies: optimistic)")
+    ap.add_argument("--static-topics", action="store_true",
+                    help="static word vectors as topic-model features too: sharper topics, but texts such as "
+                         "'Note 3 on employment' then take a topic and meet more facts in the block index")
     a = ap.parse_args(argv)
+    globals()["STATIC_TOPICS"] = a.static_topics
 
     cases = {p: load_cases(p) for p in a.cases}
-    if a.reuse_topics and TOPIC_FILE.exists():
+    reused = a.reuse_topics and TOPIC_FILE.exists()
+    if reused:
         topic = json.loads(TOPIC_FILE.read_text())
         acc = topic["cv_accuracy_by_template"]
     else:
@@ -350,25 +466,49 @@ def main(argv=None) -> int:
     topic_cv = train_topics(exclude=skip, cv=False)[0] if skip else topic
     print(f"cross-validation uses a topic model without the {len(skip)} corpus templates that "
           f"near-copy a text of the cases files")
-    embedder = protos = None
+    embedder = protos = protos_cv = cue_protos = cue_protos_cv = None
+    shifts = a.embeddings and not a.no_shift_pairs
+    cue_skip: frozenset[str] = frozenset()
     if a.embeddings:
         from memwatch_overlay.overlay.detect.embeddings import Embedder
         embedder = Embedder()
+        if a.vector_file:
+            _load_vectors(embedder, Path(a.vector_file))
         protos = build_prototypes(topic, embedder)
+        protos_cv = build_prototypes(topic, embedder, exclude=skip) if skip else protos
+        if not a.keep_near_copies:
+            cue_skip = frozenset(near_copy_sentences(cases, cue_sentences()))
+            print(f"... and without the {len(cue_skip)} sentences of tools/cue_corpus.py that near-copy one")
+        if not a.no_cue_prototypes:
+            cue_protos = build_cue_prototypes(embedder)
+            cue_protos_cv = build_cue_prototypes(embedder, exclude=cue_skip) if cue_skip else cue_protos
     wordvec = load_word_vectors()
     learned = Learned(topic, {"modes": {}}, *load_cues(), prototypes=protos, wordvec=wordvec)
-    learned_cv = Learned(topic_cv, {"modes": {}}, *load_cues(), prototypes=protos, wordvec=wordvec)
+    learned_cv = Learned(topic_cv, {"modes": {}}, *load_cues(), prototypes=protos_cv, wordvec=wordvec)
+    if cue_protos is not None:
+        from memwatch_overlay.overlay.detect.semantic_features import CuePrototypes
+        learned.cue_protos = CuePrototypes(cue_protos)
+        learned_cv.cue_protos = CuePrototypes(cue_protos_cv)
     if embedder is not None:
-        embedder.embed(sorted({c["new_text"] for cs in cases.values() for c in cs}
-                              | {m["text"] for cs in cases.values() for c in cs for m in c["memories"]}))
+        det = Detector(learned=learned, embedder=embedder)
+
+        def view(text: str) -> FactView:
+            return FactView("x", "case", None, text, "", 0.0)
+        embedder.embed(sorted({t for cs in cases.values() for c in cs for t in det.embedding_texts(view(c["new_text"]))}
+                              | {det.embedding_text(view(m["text"])) for cs in cases.values() for c in cs
+                                 for m in c["memories"]}))
     ex = pair_examples(cases, learned_cv, embedder)
     mode = "embeddings" if a.embeddings else "rules"
     print(f"{len(ex)} pairs, {sum(e[4] for e in ex)} contradicted; mode {mode}")
     rules_only = {i: (e[5] and not e[6], 0, 0) for i, e in enumerate(ex)}
     rep = {"rules_alone": report(ex, rules_only, "rules alone      ")}
-    own = own_examples(learned_cv, embedder)
-    print(f"{len(own)} own labelled pairs (tests/contradiction_cases.py) added to every training fold")
-    oof, ths = cross_validate(ex, a.folds, a.C, a.min_precision, own)
+    own = own_examples(learned_cv, embedder, shifts=shifts, exclude=cue_skip)
+    if embedder is not None and a.vector_file:
+        _save_vectors(embedder, Path(a.vector_file))
+    print(f"{len(own)} own labelled pairs (tests/contradiction_cases.py"
+          + (", tools/cue_corpus.py" if shifts else "") + ") added to every training fold")
+    oof, ths = cross_validate(ex, a.folds, a.C, a.min_precision, own,
+                              picker=_pick_threshold_counted if a.embeddings else None)
     print(f"outer-fold thresholds (nested grouped CV): {ths}")
     rep["cv"] = report(ex, oof, f"{a.folds}-fold grouped OOF")
     if a.oof_dir:
@@ -376,22 +516,29 @@ def main(argv=None) -> int:
     if a.report_json:
         Path(a.report_json).write_text(json.dumps(rep, indent=1))
     if a.write:
-        if skip:    # the shipped weights are fitted on the features of the shipped topic model
+        if skip or cue_skip:    # the shipped weights are fitted on the features of the shipped models
             ex = pair_examples(cases, learned, embedder)
-            own = own_examples(learned, embedder)
+            own = own_examples(learned, embedder, shifts=shifts)
         keep = [e for e in ex if not e[6]]
         v, m = _fit([e[3] for e in keep] + [o[0] for o in own], [e[4] for e in keep] + [o[1] for o in own], a.C)
         weights = {name: round(float(w), 4) for name, w in zip(v.feature_names_, m.coef_[0]) if abs(w) >= 1e-4}
-        pair = json.loads(PAIR_FILE.read_text()) if PAIR_FILE.exists() else {"version": 1, "modes": {}}
+        pair_file = PAIR_FILES[mode]
+        pair = json.loads(pair_file.read_text()) if pair_file.exists() else {"version": 1, "modes": {}}
         pair["modes"][mode] = {"bias": round(float(m.intercept_[0]), 4), "weights": weights,
                                "threshold": statistics.median(ths), "C": a.C,
-                               "trained_on": [Path(p).name for p in a.cases] + ["tools/slot_corpus.py"],
+                               "trained_on": [Path(p).name for p in a.cases] + ["tools/slot_corpus.py"]
+                               + (["tools/cue_corpus.py"] if shifts else []),
                                "pairs": len(keep)}
-        TOPIC_FILE.write_text(json.dumps(topic, separators=(",", ":")) + "\n")
+        if not reused:
+            TOPIC_FILE.write_text(json.dumps(topic, separators=(",", ":")) + "\n")
         if protos is not None:
             PROTO_FILE.write_text(json.dumps(protos, separators=(",", ":")) + "\n")
-        PAIR_FILE.write_text(json.dumps(pair, indent=1, sort_keys=True) + "\n")
-        print(f"wrote {TOPIC_FILE.relative_to(ROOT)} and {PAIR_FILE.relative_to(ROOT)} [{mode}]")
+        if cue_protos is not None:
+            CUE_PROTO_FILE.write_text(json.dumps(cue_protos, indent=0) + "\n")
+        pair_file.write_text(json.dumps(pair, indent=1, sort_keys=True) + "\n")
+        print(f"wrote {pair_file.relative_to(ROOT)} [{mode}]" + ("" if reused else " and "
+              f"{TOPIC_FILE.relative_to(ROOT)}") + (f" and {PROTO_FILE.relative_to(ROOT)}" if protos else "")
+              + (f" and {CUE_PROTO_FILE.relative_to(ROOT)}" if cue_protos else ""))
     return 0
 
 

@@ -93,7 +93,7 @@ def detect_changed(store: OverlayStore, detector: Detector, source_id: int, sync
     blocks = _scanned_blocks if n_changed >= SCAN_MIN_CHANGED else _queried_blocks
     gathered = blocks(store, space, subjects, source_id, sync_no)
     if vectors is not None:
-        gathered = _embedded_in_batches(gathered, vectors, detector.embedder)
+        gathered = _embedded_in_batches(gathered, vectors, detector)
     stored = store.has_contradictions()
     kept = _kept_walks(detector)
     for block, changed_ids in gathered:
@@ -142,24 +142,33 @@ def _kept_walks(detector: Detector) -> dict:
     return kept
 
 
-def _embedded_in_batches(blocks, vectors, embedder):
-    """`blocks`, with every block's facts given a vector first: several blocks at a time,
-    about EMBED_BATCH texts per model call. One call per block (a handful of texts each)
-    cost ~0.1 s of model overhead per block; batched, the model runs at its own speed."""
+def _embedded_in_batches(blocks, vectors, detector: Detector):
+    """`blocks`, with the facts a walk compares given their vectors first: several blocks at
+    a time, about EMBED_BATCH facts per model call. One call per block (a handful of texts
+    each) cost ~0.1 s of model overhead per block; batched, the model runs at its own speed.
+
+    Only candidate facts are embedded: with the semantic layer every fact of a block of two or
+    more meets another one (it is among the MAX_SEMANTIC newest alive facts when the next one
+    is walked), and a fact alone in its block is compared with nothing, so it is never
+    encoded. A fact's clauses and cue clauses are encoded with it and cached in the overlay
+    with its vector (VectorCache), so a walk over cached facts encodes nothing."""
     pending: list = []
     size = 0
     for block, changed_ids in blocks:
         pending.append((block, changed_ids))
-        size += len(block)
+        if len(block) >= 2:
+            size += len(block)
         if size >= EMBED_BATCH:
-            yield from _with_vectors(pending, vectors, embedder)
+            yield from _with_vectors(pending, vectors, detector)
             pending, size = [], 0
-    yield from _with_vectors(pending, vectors, embedder)
+    yield from _with_vectors(pending, vectors, detector)
 
 
-def _with_vectors(pending: list, vectors, embedder):
-    if pending:
-        vectors.ensure(embedder, [(r["id"], r["text"] or "") for block, _ in pending for r in block])
+def _with_vectors(pending: list, vectors, detector: Detector):
+    facts = [(r["id"], detector.embedding_texts(fact_view(r)))
+             for block, _ in pending if len(block) >= 2 for r in block]
+    if facts:
+        vectors.ensure(detector.embedder, facts)
     yield from pending
 
 
@@ -457,7 +466,8 @@ def _vector_cache(store: OverlayStore, detector: Detector):
     from memwatch_overlay.overlay.detect.embeddings import VectorCache
     cache = VectorCache(store)
     if hasattr(detector.embedder, "embed"):
-        cache.reembed_stale(detector.embedder)
+        cache.reembed_stale(detector.embedder, texts_of=lambda text, subject: detector.embedding_texts(
+            FactView("", subject, None, text or "", "", 0.0)))
     return cache
 
 

@@ -27,6 +27,7 @@ Example:
 """
 from __future__ import annotations
 
+import functools
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
@@ -36,6 +37,8 @@ from typing import Iterable, Mapping, Protocol
 from memwatch_overlay.rules.config import DEFAULT_MAX_TEXT_CHARS
 from memwatch_overlay.overlay.detect.learned import Learned, load_learned
 from memwatch_overlay.overlay.detect.pack import Pack, SlotDef, load_pack
+from memwatch_overlay.overlay.detect.semantic_features import clauses
+from memwatch_overlay.overlay.detect.semantic_features import pair_features as semantic_pair_features
 from memwatch_overlay.overlay.detect.slots import (
     Extractor,
     Reading,
@@ -172,7 +175,8 @@ class Detector:
         """The undecided facts the judge gets asked about (_semantic, _judged): similar
         enough to the newer text with embeddings, else sharing a slot or a salient word."""
         if self.embedder is not None:
-            sims = self.embedder.similarities(newer.text, [o.text for o in undecided])
+            sims = self.embedder.similarities(self.embedding_text(newer),
+                                              [self.embedding_text(o) for o in undecided])
             return [o for o, s in zip(undecided, sims) if s >= self.semantic_threshold]
         names = {s.name for s in nr.slots}
         out = []
@@ -499,28 +503,62 @@ class Detector:
 
     # ------------------------------------------------------------ learned layer
     def _sims(self, new: FactView, olders: list[FactView]) -> list[tuple | None]:
-        """(cosine to the newer text, topic distributions of both by prototype) of each older
-        text; None without an embedder."""
+        """(cosine to the newer text, topic distributions of both by prototype, the semantic
+        features of semantic_features.py) of each older text; None without an embedder."""
         if self.embedder is None or self.learned is None or not olders:
             return [None] * len(olders)
         embed = getattr(self.embedder, "embed", None)
         if embed is None or self.learned.prototypes is None:
-            sims = self.embedder.similarities(new.text, [o.text for o in olders])
-            return [(float(s), None, None) for s in sims]
-        vecs = embed([new.text] + [o.text for o in olders])
-        en = self.learned.emb_probs(self._capped(new.text), vecs[0])
+            sims = self.embedder.similarities(self.embedding_text(new), [self.embedding_text(o) for o in olders])
+            return [(float(s), None, None, None) for s in sims]
+        new_text = self.embedding_text(new)
+        old_texts = [self.embedding_text(o) for o in olders]
+        parts = clauses(new_text)
+        vecs = embed([new_text] + old_texts + parts)
+        en = self.learned.emb_probs(new_text, vecs[0])
+        new_parts = [(new_text, vecs[0])] + list(zip(parts, vecs[len(olders) + 1:]))
         out = []
         for i, o in enumerate(olders, 1):
-            out.append((float(vecs[i] @ vecs[0]), en, self.learned.emb_probs(self._capped(o.text), vecs[i])))
+            out.append((float(vecs[i] @ vecs[0]), en, self.learned.emb_probs(old_texts[i - 1], vecs[i]),
+                        (new_parts, old_texts[i - 1], vecs[i])))
         return out
+
+    def embedding_text(self, fact: FactView) -> str:
+        """What is encoded of a fact: its first max_text_chars, the subject's own name written
+        as "the user" (two facts that both name the user are not alike for that: MiniLM weighs
+        a shared name heavily, "Tomasz works at Google" ~ "Google Cloud is Tomasz's vendor")."""
+        text = self._capped(fact.text)
+        names = subject_words(fact.subject)
+        return _name_pattern(names).sub(_the_user, text) if names else text
+
+    def embedding_texts(self, fact: FactView) -> list[str]:
+        """Every text the semantic layer may encode for a fact, its embedding_text first: as
+        a newer fact, that text's clauses (learned layer) and its cue clauses (semantic
+        layer). Callers encode them in batches and cache them (eval script, block walks), so
+        comparing encodes nothing more."""
+        text = self.embedding_text(fact)
+        out = [text]
+        if self.learned is not None and self.learned.prototypes is not None:
+            out += clauses(text)
+        out += [c.evidence for c in self.read(fact).cues]
+        return list(dict.fromkeys(out))
 
     def _features(self, new: FactView, old: FactView, v: _Verdict, sim) -> dict[str, float]:
         best = _best(v.conflicts)
         rule = best.kind if best is not None else ("confirmed" if v.confirmed else "none")
-        return self.learned.features(self._capped(new.text), self._capped(old.text), self._own_key(old), rule,
-                                     best.confidence if best is not None else 0.0,
-                                     v.confirmed, None if sim is None else sim[0],
-                                     None if sim is None else sim[1:])
+        # the embeddings mode never reads the subject's name as a value (the rules mode scores
+        # a pair of texts once whatever the subject: _learned's cache)
+        names = subject_words(old.subject) if sim is not None else frozenset()
+        feats = self.learned.features(self._capped(new.text), self._capped(old.text), self._own_key(old), rule,
+                                      best.confidence if best is not None else 0.0,
+                                      v.confirmed, None if sim is None else sim[0],
+                                      None if sim is None else sim[1:3], names=names)
+        if sim is not None and sim[3] is not None:
+            new_parts, old_text, old_vec = sim[3]
+            old_info = self.learned.info(self.learned.old_text(old_text, self._own_key(old)))
+            feats.update(semantic_pair_features(self.learned, new_parts, old_text, old_info, old_vec,
+                                                sim[0], feats, names))
+        return feats
 
     def _pair_probability(self, new: FactView, old: FactView, v: _Verdict, sim, mode: str) -> float | None:
         """The pair model's probability, or None when its gate turns the pair away."""
@@ -534,7 +572,7 @@ class Detector:
 
     def _learned(self, new: FactView, old: FactView, v: _Verdict, sim) -> Contradiction | None:
         """The pair model's verdict on a pair the rules did not flag."""
-        mode = "rules" if sim is None else "embeddings"
+        mode = "embeddings" if sim is not None and "embeddings" in self.learned.modes else "rules"
         if sim is None and not v.conflicts and not v.confirmed:
             # in the rules mode the pair's probability depends on the two texts and the older
             # key alone: a pair of texts met again (restated memories) is scored once
@@ -566,7 +604,7 @@ class Detector:
         needs a transition cue in the newer text whose own clause is similar to the older
         fact: the semantic version of the cue rule ("I left the church" ~ "Is Catholic").
         """
-        sims = self.embedder.similarities(new.text, [o.text for o in olders])
+        sims = self.embedder.similarities(self.embedding_text(new), [self.embedding_text(o) for o in olders])
         cands = [(o, s) for o, s in zip(olders, sims) if s >= self.semantic_threshold]
         if not cands:
             return []
@@ -574,13 +612,13 @@ class Detector:
         if self.judge is None:
             if not nr.cues:
                 return []
-            clauses = list(dict.fromkeys(c.evidence for c in nr.cues))
+            cue_clauses = list(dict.fromkeys(c.evidence for c in nr.cues))
             for old, sim in cands:
-                csims = self.embedder.similarities(old.text, clauses)
-                best = max(range(len(clauses)), key=lambda i: csims[i])
+                csims = self.embedder.similarities(self.embedding_text(old), cue_clauses)
+                best = max(range(len(cue_clauses)), key=lambda i: csims[i])
                 if csims[best] < self.semantic_threshold:
                     continue
-                cue = next(c for c in nr.cues if c.evidence == clauses[best])
+                cue = next(c for c in nr.cues if c.evidence == cue_clauses[best])
                 conf = round(min(0.8, 0.45 + (csims[best] - self.semantic_threshold)), 3)
                 out.append(self._make(old, new, "semantic", conf,
                                       f'"{cue.cue}" in a clause similar to it (cosine {csims[best]:.2f}): '
@@ -636,6 +674,17 @@ class Detector:
 
 
 # ---------------------------------------------------------------- value helpers
+
+@functools.lru_cache(maxsize=1024)
+def _name_pattern(names: frozenset[str]) -> re.Pattern:
+    """The subject's name words as whole words, possessive included."""
+    alts = "|".join(sorted((re.escape(n) for n in names), key=len, reverse=True))
+    return re.compile(rf"\b(?:{alts})('s|’s|s')?\b", re.I)
+
+
+def _the_user(m: re.Match) -> str:
+    return "the user's" if m.group(1) else "the user"
+
 
 def subject_words(subject: str | None) -> frozenset[str]:
     """The words of a subject id that may name the person ("u_alice" -> {"alice"})."""

@@ -132,50 +132,64 @@ class Embedder:
 
 class VectorCache:
     """Fact vectors stored in the overlay (``fact_vectors``, through the store), stamped
-    with their model."""
+    with their model.
+
+    A fact's row holds the vectors of every text the semantic layer encodes for it (its text,
+    then its clauses and cue clauses: ``Detector.embedding_texts``), one after the other, so a
+    walk over facts already cached encodes nothing."""
 
     def __init__(self, store):
         self.store = store
 
-    def ensure(self, embedder: Embedder, facts: Iterable[tuple[int, str]]) -> int:
-        """Make sure each (fact_id, text) has a vector from ``embedder``'s model.
+    def ensure(self, embedder: Embedder, facts: Iterable[tuple[int, str | list[str]]]) -> int:
+        """Make sure each (fact_id, texts) has its vectors from ``embedder``'s model; ``texts``
+        is one text or a list (the fact's text first).
 
-        Vectors of another model, or of an older text, are replaced. Every vector ends up in
-        the embedder's memory cache. Returns how many texts were embedded.
+        Vectors of another model, of an older text, or of fewer texts are replaced. Every
+        vector ends up in the embedder's memory cache. Returns how many texts were embedded.
         """
         import numpy as np
-        facts = list(facts)
+        facts = [(fid, [t] if isinstance(t, str) else list(t)) for fid, t in facts]
         if not facts:
             return 0
         have = self.store.stored_vectors([f[0] for f in facts])
         todo = []
-        for fid, text in facts:
+        for fid, texts in facts:
             row = have.get(fid)
-            if row and row[1] == embedder.model_name and row[2] == text_hash(text):
-                embedder.remember(text, np.frombuffer(row[4], dtype="float32").copy())
-            else:
-                todo.append((fid, text))
-        if todo:
-            before = embedder.encoded
-            vecs = embedder.embed([t for _, t in todo])
-            self.store.save_vectors(
-                (fid, embedder.model_name, int(v.shape[0]), text_hash(t), v.astype("float32").tobytes())
-                for (fid, t), v in zip(todo, vecs))
-            return embedder.encoded - before
-        return 0
+            if row and row[1] == embedder.model_name and row[2] == text_hash(texts[0]):
+                m = np.frombuffer(row[4], dtype="float32")
+                dim = int(row[3]) or 1
+                if m.shape[0] == dim * len(texts):
+                    for t, v in zip(texts, m.reshape(len(texts), dim)):
+                        embedder.remember(t, v.copy())
+                    continue
+            todo.append((fid, texts))
+        if not todo:
+            return 0
+        before = embedder.encoded
+        vecs = embedder.embed([t for _, texts in todo for t in texts])
+        rows, i = [], 0
+        for fid, texts in todo:
+            block = vecs[i:i + len(texts)].astype("float32")
+            i += len(texts)
+            rows.append((fid, embedder.model_name, int(block.shape[1]), text_hash(texts[0]), block.tobytes()))
+        self.store.save_vectors(rows)
+        return embedder.encoded - before
 
     def stale(self, model_name: str) -> list[int]:
         """Facts whose stored vector was made by another model."""
         return self.store.vectors_not_of(model_name)
 
-    def reembed_stale(self, embedder: Embedder, batch: int = 1000) -> int:
-        """Re-embed every fact whose vector another model made; returns how many."""
+    def reembed_stale(self, embedder: Embedder, batch: int = 1000, texts_of=None) -> int:
+        """Re-embed every fact whose vector another model made; returns how many.
+        ``texts_of(text, subject)`` gives the texts to encode for a fact (default: its text)."""
         n = 0
         while True:
             rows = self.store.texts_with_vectors_not_of(embedder.model_name, batch)
             if not rows:
                 return n
-            self.ensure(embedder, rows)
+            self.ensure(embedder, [(fid, texts_of(text, subject) if texts_of else text)
+                                   for fid, text, subject in rows])
             n += len(rows)
 
     def models(self) -> dict[str, int]:

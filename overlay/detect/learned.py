@@ -8,12 +8,13 @@ time) and shipped as JSON next to the slot pack:
                (employer, city, pets, diet, ...) plus "other". Trained on a self-written corpus of
                slot-labelled sentences (``tools/slot_corpus.py``), so it knows that "first payslip
                from Grab" and "Works at Google" talk about the same slot without a shared word.
-  pair model   ``rules/pair_model.json``: logistic regression over features of one (older, newer)
-               pair: what the rules said, slot agreement, value difference, change / ending /
-               hedge / other-person / question / past-habit / temporary / addition cues
-               (``rules/pair_cues.toml``) and, in the embeddings mode, cosine similarity. One
-               weight set per mode (``rules`` and ``embeddings``), each with its own threshold
-               chosen by nested grouped cross-validation.
+  pair model   logistic regression over features of one (older, newer) pair: what the rules
+               said, slot agreement, value difference, change / ending / hedge / other-person /
+               question / past-habit / temporary / addition cues (``rules/pair_cues.toml``)
+               and, in the embeddings mode, cosine similarity and prototype readings. One
+               weight set per mode, each in its own file with its own threshold chosen by
+               nested grouped cross-validation: ``rules/pair_model.json`` (mode ``rules``) and
+               ``rules/pair_model_embeddings.json`` (mode ``embeddings``).
 
 A pair the rules left undecided is flagged when the pair model's probability reaches the
 mode's threshold. Nothing here is per-case: every weight comes from fitting.
@@ -50,7 +51,6 @@ then than there here what when who how all any some more most much one""".split(
 TOP_K = 2            # a pair is related when the two likeliest topics of each text meet
 TOPIC_MIN = 0.25     # ... counting only topics at least this likely
 SIM_GATE = 0.3       # ... or, in the embeddings mode, when the texts are at least this similar
-WSIM_GATE = 0.35     # ... or when their static word vectors (wordvec.py) are at least this close
 DENSE_SCALE = 1.0    # weight of a text's static word vector among the topic model's features
 CUES = ("change", "ending", "start", "hedge", "question", "other_person", "past_habit",
         "temporary", "addition", "still", "negation")
@@ -222,6 +222,8 @@ class Learned:
         self.topics = TopicModel(topic, wordvec)
         # embeddings mode: one mean sentence vector per topic (same order as the topic model)
         self.prototypes = prototypes
+        # embeddings mode: example vectors of how a text speaks of a state (semantic_features.py)
+        self.cue_protos = None
         self._proto_matrix = None
         self._emb: dict[str, tuple[float, ...]] = {}
         groups = groups or {}
@@ -277,9 +279,16 @@ class Learned:
     @staticmethod
     def related(feats: dict[str, float]) -> bool:
         """The gate: only pairs on a shared topic (or similar enough), and not an addition to
-        a multi-valued topic, are scored."""
-        near = (feats.get("t_top2", 0.0) > 0 or feats.get("sim", 0.0) >= SIM_GATE
-                or feats.get("e_same", 0.0) > 0 or feats.get("w_sim", 0.0) >= WSIM_GATE)
+        a multi-valued topic, are scored.
+
+        In the rules mode a shared topic is the only way in: topics are the candidate-index
+        terms of the block walk (blocks.py), so the walk meets every pair this gate lets
+        through. The static word vectors weigh a pair (features) but never open the gate: a
+        similarity threshold would relate pairs the index never proposes, which an audit
+        would then miss while comparing every pair found them."""
+        near = (feats.get("t_top2", 0.0) > 0
+                or max(feats.get("sim", 0.0), feats.get("s_csim", 0.0)) >= SIM_GATE
+                or feats.get("e_same", 0.0) > 0)
         # on a multi-valued topic (languages, foods, hobbies) a new value is an addition unless
         # the newer text ends something
         additive = (feats.get("t_multi", 0.0) > feats.get("t_single", 0.0)
@@ -294,8 +303,7 @@ class Learned:
         (tests/test_learned.py compares the two on many pairs)."""
         n = self.info(new_text)
         o = self.info(self.old_text(old_text, old_key))
-        if not n.tops & o.tops and (n.vec is None or o.vec is None
-                                    or sum(map(mul, n.vec, o.vec)) < WSIM_GATE):
+        if not n.tops & o.tops:
             return False
         if "ending" in n.cues:
             return True
@@ -325,8 +333,10 @@ class Learned:
 
     def features(self, new_text: str, old_text: str, old_key: str | None,
                  rule: str, rule_conf: float, confirmed: bool,
-                 sim: float | None = None, emb: tuple | None = None) -> dict[str, float]:
-        """The pair features (names -> values) the pair model weighs."""
+                 sim: float | None = None, emb: tuple | None = None,
+                 names: frozenset[str] = frozenset()) -> dict[str, float]:
+        """The pair features (names -> values) the pair model weighs. ``names``: words naming
+        the subject ("tomasz"), never a value ("Tomasz's side project" names no new value)."""
         n = self.info(new_text)
         o = self.info(self.old_text(old_text, old_key))
         f: dict[str, float] = {"r_" + rule: 1.0, "r_conf": rule_conf,
@@ -354,9 +364,10 @@ class Learned:
         f["lex_jacc"] = len(shared) / len(union) if union else 0.0
         f["lex_shared"] = min(len(shared), 3) / 3.0
         f["lex_none"] = float(not shared)
-        nv, ov = n.values - o.values, o.values - n.values
+        n_values, o_values = without_names(n.values, names), without_names(o.values, names)
+        nv, ov = n_values - o_values, o_values - n_values
         f["val_new"] = float(bool(nv))
-        f["val_same"] = float(bool(n.values & o.values))
+        f["val_same"] = float(bool(n_values & o_values))
         f["val_diff"] = float(bool(nv) and bool(ov))
         f["val_diff*t_min"] = mn * f["val_diff"]
         f["val_new*t_min"] = mn * f["val_new"]
@@ -364,7 +375,9 @@ class Learned:
         f["val_new*t_single"] = single * f["val_new"]
         f["val_new*t_multi"] = multi * f["val_new"]
         f["old_key"] = float(bool(old_key))
-        if n.vec is not None and o.vec is not None:
+        if n.vec is not None and o.vec is not None and sim is None:
+            # (the embeddings mode weighs MiniLM itself: the static vectors distilled from it
+            # added nothing there but noise, measured with the mode's grouped CV)
             f.update(_static_features(n, o, mn, single))
         if sim is not None:
             f["sim"] = sim
@@ -402,6 +415,13 @@ class Learned:
 
     def threshold(self, mode: str) -> float:
         return float(self.modes[mode]["threshold"])
+
+
+def without_names(values: frozenset[str], names: frozenset[str]) -> frozenset[str]:
+    """``values`` without the words naming the subject (possessives too: "tomasz's")."""
+    if not names:
+        return values
+    return frozenset(v for v in values if v.split("'")[0] not in names)
 
 
 def _static_features(n: TextInfo, o: TextInfo, t_min: float, t_single: float) -> dict[str, float]:
@@ -450,18 +470,48 @@ def load_cues(path: str | Path | None = None) -> tuple[dict[str, list[str]], dic
     return data["cues"], data.get("topics", {})
 
 
+# One file per mode, so the two modes are refitted (and edited) independently.
+PAIR_MODEL_FILES = {"rules": "pair_model.json", "embeddings": "pair_model_embeddings.json"}
+
+
+def load_pair_modes(paths: dict[str, str | Path] | None = None) -> dict[str, dict]:
+    """mode -> weights, from each mode's file (a mode whose file is missing is left out)."""
+    modes: dict[str, dict] = {}
+    for mode, name in PAIR_MODEL_FILES.items():
+        src = Path(paths[mode]) if paths and mode in paths else _rules_file(name)
+        try:
+            data = json.loads(src.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            continue
+        if mode in data.get("modes", {}):
+            modes[mode] = data["modes"][mode]
+    return modes
+
+
 @functools.lru_cache(maxsize=4)
-def load_learned(topic_path: str | None = None, pair_path: str | None = None) -> Learned | None:
-    """The shipped models (None when the weights are not installed)."""
+def load_learned(topic_path: str | None = None, pair_path: str | None = None,
+                 embeddings_pair_path: str | None = None) -> Learned | None:
+    """The shipped models (None when the topic model or the rules-mode weights are not installed)."""
     try:
         t = Path(topic_path) if topic_path else _rules_file("topic_model.json")
-        p = Path(pair_path) if pair_path else _rules_file("pair_model.json")
         topic = json.loads(t.read_text(encoding="utf-8"))
-        pair = json.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
+    paths = {k: v for k, v in (("rules", pair_path), ("embeddings", embeddings_pair_path)) if v}
+    modes = load_pair_modes(paths)
+    if "rules" not in modes:
+        return None
+    pair = {"modes": modes}
     try:
         protos = json.loads(_rules_file("topic_prototypes.json").read_text(encoding="utf-8"))
     except FileNotFoundError:
         protos = None
-    return Learned(topic, pair, *load_cues(), prototypes=protos, wordvec=load_word_vectors())
+    learned = Learned(topic, pair, *load_cues(), prototypes=protos, wordvec=load_word_vectors())
+    try:
+        cue = json.loads(_rules_file("cue_prototypes.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        cue = None
+    if cue is not None:
+        from memwatch_overlay.overlay.detect.semantic_features import CuePrototypes
+        learned.cue_protos = CuePrototypes(cue)
+    return learned

@@ -1,6 +1,7 @@
 """The `fact_vectors` table: embedding vectors of facts, stamped with the model that made
-them and a hash of the text they were made from (overlay/detect/embeddings.py decides
-what to embed; this module only stores and reads)."""
+them and a hash of the text they were made from; a row's blob holds one or more vectors of
+`dim` floats (the fact's text, then its clauses). overlay/detect/embeddings.py decides what
+to embed; this module only stores and reads."""
 from __future__ import annotations
 
 from typing import Iterable
@@ -34,10 +35,10 @@ class VectorsRepo(RepoBase):
         return [r[0] for r in self.conn.execute(
             "SELECT fact_id FROM fact_vectors WHERE model != ? ORDER BY fact_id", (model_name,))]
 
-    def texts_with_vectors_not_of(self, model_name: str, limit: int) -> list[tuple[int, str]]:
-        """(fact_id, text) of up to `limit` facts whose stored vector another model made."""
-        return [(r[0], r[1]) for r in self.conn.execute(
-            "SELECT v.fact_id, f.text FROM fact_vectors v JOIN facts f ON f.id = v.fact_id "
+    def texts_with_vectors_not_of(self, model_name: str, limit: int) -> list[tuple[int, str, str | None]]:
+        """(fact_id, text, subject) of up to `limit` facts whose stored vector another model made."""
+        return [(r[0], r[1], r[2]) for r in self.conn.execute(
+            "SELECT v.fact_id, f.text, f.subject FROM fact_vectors v JOIN facts f ON f.id = v.fact_id "
             "WHERE v.model != ? LIMIT ?", (model_name, limit))]
 
     def vector_models(self) -> dict[str, int]:
