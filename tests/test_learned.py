@@ -150,13 +150,39 @@ def _case_texts():
 
 
 def test_topic_model_features_are_the_hashed_ngrams_bucket_for_bucket():
-    from memwatch_overlay.overlay.detect.learned import topic_features
-    topics = load_learned().topics
-    assert topics.wordvec is not None          # the shipped model reads the word vectors too
+    import json
+    from memwatch_overlay.overlay.detect.learned import TopicModel, _rules_file, topic_features
+    from memwatch_overlay.overlay.detect.wordvec import load_word_vectors
+    data = json.loads(_rules_file("topic_model.json").read_text(encoding="utf-8"))
+    wv = load_word_vectors()
+    # the shipped model (hashed n-grams) and one fitted with --static-topics (dense columns too)
+    models = [TopicModel(data, wv), TopicModel({**data, "dense_dims": wv.dims}, wv)]
+    assert models[0].wordvec is None and models[1].wordvec is wv
     texts = [t for o, k, n in _case_texts() for t in (o, n, f"{k}: {o}")]
     texts += ["", "a", "I'm   Bob", "naïve café in Zürich", "x-ray of my left arm, 2024"]
-    for t in texts + texts:                 # the second pass reads the cached buckets
-        assert list(topics.features(t).items()) == list(topic_features(t, topics.buckets, topics.wordvec).items())
+    for topics in models:
+        for t in texts + texts:             # the second pass reads the cached buckets
+            assert list(topics.features(t).items()) == list(topic_features(t, topics.buckets, topics.wordvec).items())
+
+
+def test_topic_probabilities_are_the_plain_weighted_sums_bit_for_bit():
+    import math
+    from memwatch_overlay.overlay.detect.learned import topic_features
+    topics = load_learned().topics
+
+    def reference(text):
+        z = list(topics.bias)
+        for h, x in topic_features(text, topics.buckets, topics.wordvec).items():
+            for c, wt in topics.w.get(h, ()):
+                z[c] += wt * x
+        m = max(z)
+        e = [math.exp(v - m) for v in z]
+        s = sum(e)
+        return tuple(v / s for v in e)
+    texts = [t for o, k, n in _case_texts() for t in (o, n, f"{k}: {o}")]
+    texts += ["", "a", "zzqx", "naïve café in Zürich", "x-ray of my left arm, 2024"]
+    for t in texts:
+        assert topics.probs.__wrapped__(topics, t) == reference(t), t
 
 
 def test_the_cheap_rules_mode_gate_agrees_with_the_features_gate():
@@ -172,3 +198,27 @@ def test_the_cheap_rules_mode_gate_agrees_with_the_features_gate():
             assert m.may_relate(new, old, key) == expected, (old, key, new)
             seen[expected] += 1
     assert seen[True] > 50 and seen[False] > 50      # both sides of the gate are exercised
+
+
+def test_pair_feature_sums_are_the_plain_generator_sums():
+    m = load_learned()
+    cases = _case_texts()
+    other = m.topics.classes.index("other")
+    checked = 0
+    for old, key, _ in cases[:40]:
+        for _, _, new in cases[::3]:
+            f = m.features(new, old, key, "none", 0.0, False)
+            n, o = m.info(new), m.info(m.old_text(old, key))
+            assert f["t_dot"] == sum(a * b for a, b in zip(n.probs, o.probs))
+            assert f["t_min"] == sum(min(a, b) for i, (a, b) in enumerate(zip(n.probs, o.probs)) if i != other)
+            pm = [min(a, b) for a, b in zip(n.probs, o.probs)]
+            assert f["t_single"] == sum(pm[i] for i in m.single) and f["t_multi"] == sum(pm[i] for i in m.multi)
+            if n.vec is not None and o.vec is not None:
+                assert f["w_sim"] == sum(a * b for a, b in zip(n.vec, o.vec))
+                near = 0.0
+                for w, v in o.words:
+                    if w not in {x for x, _ in n.words}:
+                        near = max(near, max((sum(a * b for a, b in zip(v, u)) for _, u in n.words), default=0.0))
+                assert f["w_near"] == near
+                checked += 1
+    assert checked > 100

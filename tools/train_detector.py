@@ -92,7 +92,10 @@ def near_copies(cases_by_file: dict[str, list[dict]]) -> set[str]:
     return out
 
 
-def train_topics(seed: int = 7, prune: float = 0.02, static: bool = True,
+STATIC_TOPICS = False   # --static-topics: the text's static word vector is a topic-model feature
+
+
+def train_topics(seed: int = 7, prune: float = 0.02, static: bool | None = None,
                  exclude: frozenset[str] = frozenset(), casual: int = 0,
                  cv: bool = True) -> tuple[dict, float]:
     """Fit the topic model; ``static``: the text's static word vector (rules/word_vectors.bin)
@@ -102,7 +105,7 @@ def train_topics(seed: int = 7, prune: float = 0.02, static: bool = True,
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import GroupKFold
     import numpy as np
-    wv = load_word_vectors() if static else None
+    wv = load_word_vectors() if (STATIC_TOPICS if static is None else static) else None
     dims = wv.dims if wv is not None else 0
     rows, labels, groups = [], [], []
     tid = 0
@@ -445,7 +448,11 @@ def main(argv=None) -> int:
     ap.add_argument("--reuse-topics", action="store_true", help="keep rules/topic_model.json as it is")
     ap.add_argument("--keep-near-copies", action="store_true",
                     help="cross-validate with the full topic model (see near_copies: optimistic)")
+    ap.add_argument("--static-topics", action="store_true",
+                    help="static word vectors as topic-model features too: sharper topics, but texts such as "
+                         "'Note 3 on employment' then take a topic and meet more facts in the block index")
     a = ap.parse_args(argv)
+    globals()["STATIC_TOPICS"] = a.static_topics
 
     cases = {p: load_cases(p) for p in a.cases}
     reused = a.reuse_topics and TOPIC_FILE.exists()

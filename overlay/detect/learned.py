@@ -34,6 +34,7 @@ import tomllib
 import zlib
 from dataclasses import dataclass
 from importlib import resources
+from operator import mul
 from pathlib import Path
 
 from memwatch_overlay.overlay.detect.wordvec import WordVectors, load_word_vectors
@@ -50,7 +51,6 @@ then than there here what when who how all any some more most much one""".split(
 TOP_K = 2            # a pair is related when the two likeliest topics of each text meet
 TOPIC_MIN = 0.25     # ... counting only topics at least this likely
 SIM_GATE = 0.3       # ... or, in the embeddings mode, when the texts are at least this similar
-WSIM_GATE = 0.35     # ... or when their static word vectors (wordvec.py) are at least this close
 DENSE_SCALE = 1.0    # weight of a text's static word vector among the topic model's features
 CUES = ("change", "ending", "start", "hedge", "question", "other_person", "past_habit",
         "temporary", "addition", "still", "negation")
@@ -87,6 +87,23 @@ def _bucket(s: str, buckets: int) -> int:
 _BUCKET_CACHE = 50_000     # words (and word pairs) whose buckets a topic model keeps
 
 
+def _accumulate(bias: list[float], weighted: list[tuple[tuple[float, ...], float]]) -> list[float]:
+    """``z[c] = bias[c] + w1[c] * x1 + w2[c] * x2 + ...`` for every class, added in the order of
+    ``weighted`` as the plain loop ``z[c] += w[c] * x`` adds them (Python evaluates ``a + b + c``
+    as ``(a + b) + c``), eight features per pass over the classes: the word-vector columns weigh
+    every class. A class a feature does not weigh gets ``+ 0.0 * x``, which leaves its sum as it
+    was: the same floats, bit for bit (tests/test_learned.py)."""
+    z, i, n = bias, 0, len(weighted)
+    while i + 8 <= n:
+        (r1, x1), (r2, x2), (r3, x3), (r4, x4), (r5, x5), (r6, x6), (r7, x7), (r8, x8) = weighted[i:i + 8]
+        z = [a + b1 * x1 + b2 * x2 + b3 * x3 + b4 * x4 + b5 * x5 + b6 * x6 + b7 * x7 + b8 * x8
+             for a, b1, b2, b3, b4, b5, b6, b7, b8 in zip(z, r1, r2, r3, r4, r5, r6, r7, r8)]
+        i += 8
+    for r, x in weighted[i:]:
+        z = [a + b * x for a, b in zip(z, r)]
+    return list(z)
+
+
 def topic_features(text: str, buckets: int, wv: WordVectors | None) -> dict[int, float]:
     """The topic model's inputs: hashed n-grams (columns < buckets) and, when the model was
     fitted with them, the text's static word vector (columns buckets .. buckets + dims)."""
@@ -110,6 +127,7 @@ class TopicModel:
         self.w: dict[int, list[tuple[int, float]]] = {
             int(k): [(int(c), float(x)) for c, x in v] for k, v in data["weights"].items()}
         self.wordvec = wordvec if data.get("dense_dims") else None
+        self._rows: dict[int, tuple[float, ...]] = {}     # a feature's weights, one per class
         # what hashed() computes per word and per word pair, kept: most n-grams recur
         self._word_buckets: dict[str, tuple[int, ...]] = {}
         self._pair_buckets: dict[str, int] = {}
@@ -154,17 +172,27 @@ class TopicModel:
 
     @functools.lru_cache(maxsize=8192)
     def probs(self, text: str) -> tuple[float, ...]:
-        z = list(self.bias)
-        weights = self.w
-        for h, x in self.features(text).items():
-            row = weights.get(h)
-            if row:
-                for c, wt in row:
-                    z[c] += wt * x
+        z = _accumulate(self.bias, self._weighted(self.features(text)))
         m = max(z)
         e = [math.exp(v - m) for v in z]
         s = sum(e)
         return tuple(v / s for v in e)
+
+    def _weighted(self, feats: dict[int, float]) -> list[tuple[tuple[float, ...], float]]:
+        """(the weights of every class, value) of each feature the model weighs, in feature order."""
+        rows, out = self._rows, []
+        for h, x in feats.items():
+            row = rows.get(h)
+            if row is None:
+                sparse = self.w.get(h)
+                if not sparse:
+                    continue
+                full = [0.0] * len(self.bias)
+                for c, wt in sparse:
+                    full[c] = wt
+                row = rows[h] = tuple(full)
+            out.append((row, x))
+        return out
 
     def top(self, text: str) -> str:
         p = self.probs(text)
@@ -224,7 +252,7 @@ class Learned:
     def info(self, text: str) -> TextInfo:
         ti = self._info.get(text)
         if ti is None:
-            if len(self._info) > 16384:
+            if len(self._info) > 4096:     # an entry holds its words' vectors (~2 KB each)
                 self._info.clear()
             p, top, tops = self._topics(text)
             cues = frozenset(k for k, rx in self.cue_rx.items() if rx.search(text))
@@ -251,10 +279,16 @@ class Learned:
     @staticmethod
     def related(feats: dict[str, float]) -> bool:
         """The gate: only pairs on a shared topic (or similar enough), and not an addition to
-        a multi-valued topic, are scored."""
+        a multi-valued topic, are scored.
+
+        In the rules mode a shared topic is the only way in: topics are the candidate-index
+        terms of the block walk (blocks.py), so the walk meets every pair this gate lets
+        through. The static word vectors weigh a pair (features) but never open the gate: a
+        similarity threshold would relate pairs the index never proposes, which an audit
+        would then miss while comparing every pair found them."""
         near = (feats.get("t_top2", 0.0) > 0
                 or max(feats.get("sim", 0.0), feats.get("s_csim", 0.0)) >= SIM_GATE
-                or feats.get("e_same", 0.0) > 0 or feats.get("w_sim", 0.0) >= WSIM_GATE)
+                or feats.get("e_same", 0.0) > 0)
         # on a multi-valued topic (languages, foods, hobbies) a new value is an addition unless
         # the newer text ends something
         additive = (feats.get("t_multi", 0.0) > feats.get("t_single", 0.0)
@@ -269,12 +303,11 @@ class Learned:
         (tests/test_learned.py compares the two on many pairs)."""
         n = self.info(new_text)
         o = self.info(self.old_text(old_text, old_key))
-        if not n.tops & o.tops and (n.vec is None or o.vec is None
-                                    or sum(a * b for a, b in zip(n.vec, o.vec)) < WSIM_GATE):
+        if not n.tops & o.tops:
             return False
         if "ending" in n.cues:
             return True
-        pairs_min = [min(a, b) for a, b in zip(n.probs, o.probs)]
+        pairs_min = list(map(min, n.probs, o.probs))
         return not sum(pairs_min[i] for i in self.multi) > sum(pairs_min[i] for i in self.single)
 
     def emb_probs(self, text: str, vector) -> tuple[float, ...] | None:
@@ -309,10 +342,10 @@ class Learned:
         f: dict[str, float] = {"r_" + rule: 1.0, "r_conf": rule_conf,
                                "r_confirmed": float(confirmed)}
         other = self.topics.classes.index("other") if "other" in self.topics.classes else -1
-        dot = sum(a * b for a, b in zip(n.probs, o.probs))
-        mn = sum(min(a, b) for i, (a, b) in enumerate(zip(n.probs, o.probs)) if i != other)
+        dot = sum(map(mul, n.probs, o.probs))
+        pairs_min = list(map(min, n.probs, o.probs))
+        mn = sum(x for i, x in enumerate(pairs_min) if i != other)
         same = n.top == o.top and n.top != "other"
-        pairs_min = [min(a, b) for a, b in zip(n.probs, o.probs)]
         single = sum(pairs_min[i] for i in self.single)
         multi = sum(pairs_min[i] for i in self.multi)
         f.update(t_single=single, t_multi=multi, t_top2=float(bool(n.tops & o.tops)))
@@ -396,7 +429,7 @@ def _static_features(n: TextInfo, o: TextInfo, t_min: float, t_single: float) ->
     older text the newer one covers with the same or related words, and whether a word of the
     older text meets a related but different word (same kind, another value: Boston ->
     Providence, iPhone -> Pixel)."""
-    ws = sum(a * b for a, b in zip(n.vec, o.vec))
+    ws = sum(map(mul, n.vec, o.vec))
     f = {"w_sim": ws, "w_sim2": ws * ws, "w_sim*t_min": ws * t_min, "w_sim*t_single": ws * t_single}
     best, near, exact = [], 0.0, 0
     new_words = {w for w, _ in n.words}
@@ -405,7 +438,7 @@ def _static_features(n: TextInfo, o: TextInfo, t_min: float, t_single: float) ->
             exact += 1
             best.append(1.0)
             continue
-        m = max((sum(a * b for a, b in zip(v, u)) for _, u in n.words), default=0.0)
+        m = max((sum(map(mul, v, u)) for _, u in n.words), default=0.0)
         best.append(m)
         near = max(near, m)
     if best:

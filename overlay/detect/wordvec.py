@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 import unicodedata
 from array import array
 from importlib import resources
@@ -58,28 +59,30 @@ class WordVectors:
     def _piece(self, i: int) -> array:
         return self._vecs[i * self.dims:(i + 1) * self.dims]
 
-    @functools.lru_cache(maxsize=65536)
+    # A vector is a tuple of 64 floats, about 2 KB: the caches stay small (a store of 100,000
+    # memories with an id or a number in each filled 65,536 words, 130 MB), common words stay.
+    @functools.lru_cache(maxsize=8192)
     def word_vector(self, word: str) -> tuple[float, ...] | None:
         """Mean of a (lower-case, accent-free) word's WordPiece vectors; None when unknown."""
         ids = wordpiece(word, self.ids)
         if not ids:
             return None
         acc = [0.0] * self.dims
-        for i in ids:
-            for k, x in enumerate(self._piece(i)):
-                acc[k] += x
+        for i in ids:                   # acc[k] += x, dimension by dimension, in piece order
+            acc = [a + x for a, x in zip(acc, self._piece(i))]
         return _unit(acc)
 
+    @functools.lru_cache(maxsize=4096)
     def text_vector(self, text: str) -> tuple[float, ...] | None:
-        """Unit mean vector of a text's content words (None when it has none)."""
+        """Unit mean vector of a text's content words (None when it has none; cached: the
+        topic model and the pair features both read it)."""
         acc = [0.0] * self.dims
         n = 0
         for w in content_words(text):
             v = self.word_vector(w)
             if v is not None:
                 n += 1
-                for k, x in enumerate(v):
-                    acc[k] += x
+                acc = [a + x for a, x in zip(acc, v)]     # acc[k] += x, word by word
         return _unit(acc) if n else None
 
     def word_vectors(self, text: str) -> list[tuple[str, tuple[float, ...]]]:
@@ -103,9 +106,22 @@ def _unit(v: list[float]) -> tuple[float, ...] | None:
     return tuple(x / n for x in v) if n else None
 
 
+# What basic_tokens does to a text of ASCII characters alone: letters and digits make words,
+# every punctuation mark or symbol is a token of its own, spaces and control characters split.
+_ASCII_TOKENS = re.compile(r"[a-z0-9]+|[!-/:-@\[-`{-~]")
+
+
 def basic_tokens(text: str) -> list[str]:
     """BERT's basic tokenizer: lower case, accents stripped, split at spaces and punctuation."""
-    text = unicodedata.normalize("NFD", (text or "").lower())
+    text = (text or "").lower()
+    if text.isascii():                  # the same tokens, without a look at each character
+        return _ASCII_TOKENS.findall(text)
+    return _tokens_by_character(text)
+
+
+def _tokens_by_character(text: str) -> list[str]:
+    """``basic_tokens`` of a lower-cased text, character by character (any text)."""
+    text = unicodedata.normalize("NFD", text)
     out: list[str] = []
     cur: list[str] = []
     for ch in text:

@@ -41,6 +41,12 @@ _WRITE_SQL = ("UPDATE facts SET " + ", ".join(f"{c} = ?" for c in ScoreUpdate._f
 class ScoresRepo(RepoBase):
     """Mixin of OverlayStore: score inputs out, scores in."""
 
+    def count_unscored(self, as_of: float, source_ids: list[int] | None = None) -> int:
+        """How many live facts (of these sources) unscored_pages() would hand out at `as_of`."""
+        where, params = scope("source_id", source_ids)
+        return self.conn.execute(f"SELECT count(*) FROM facts WHERE {LIVE} AND scored_as_of IS NOT ? {where}",
+                                 (as_of, *params)).fetchone()[0]
+
     def unscored_pages(self, as_of: float, source_ids: list[int] | None = None,
                        fact_ids: list[int] | None = None, batch: int = 5000) -> Iterator[list]:
         """Pages (lists of rows with SCORE_INPUTS) of the live facts not scored at `as_of`.
