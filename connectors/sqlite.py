@@ -516,12 +516,17 @@ class SqliteConnector(TableConnector):
         cols = [p for p in pks if p != ROWID]
         use_rowid = self.source.query is None and self.table_info(self.source.table).rowid
         stmt = self._select(cols, use_rowid)
-        rows = self._pages(stmt) if use_rowid else self.iter_rows(stmt.sql(dialect=self.dialect), ())
+        names: list[str] = []
+        batches = (self._page_batches(stmt, None, names) if use_rowid else
+                   self.iter_batches(stmt.sql(dialect=self.dialect), (), names))
         before = self.rows_read
         try:
-            for row in rows:
-                self.keys_read += 1
-                yield {p: _pk_text(row.get(p)) for p in pks}
+            for batch in batches:
+                where = {name: i for i, name in enumerate(names)}   # the last of a repeated name, as a dict keeps
+                at = [(p, where.get(p)) for p in pks]
+                for row in batch:
+                    self.keys_read += 1
+                    yield {p: "" if i is None else _pk_text(row[i]) for p, i in at}
         finally:
             self.rows_read = before   # keys are counted in keys_read, not rows_read
 

@@ -13,7 +13,7 @@ import pytest
 
 from memwatch_overlay.connectors import sqlite as sqlite_connector
 from memwatch_overlay.connectors.registry import make_connector
-from memwatch_overlay.connectors.tabular import TableConnector
+from memwatch_overlay.connectors.tabular import TableConnector, _pk_text
 from memwatch_overlay.overlay.engine.audit import audit
 from memwatch_overlay.rules.config import Config, SourceConfig
 from scoring_reference import ref_row_to_record
@@ -206,3 +206,21 @@ def test_overlay_after_a_first_audit_and_a_re_audit_is_the_general_paths(tmp_pat
                 result.close()
                 dumps.append(dump_overlay(overlay))
     assert dumps[:3] == dumps[3:] and len(dumps[0]) == 1500
+
+
+@pytest.mark.parametrize("id_", [None, ["id"], ["k", "id"]], ids=["rowid key", "id column", "two columns"])
+def test_keys_are_the_pk_dicts_of_every_row(tmp_path, id_):
+    """keys() (the deletion pass, rows as tuples) gives every row's key as read() gives it."""
+    db = tmp_path / "s.db"
+    rows = list(hostile_rows(random.Random(19), 3000))
+    make_store(db, rows)
+    with make_connector(source_of(db, id=id_)) as conn:
+        keys = list(conn.keys())
+        assert conn.keys_read == 3000 and conn.rows_read == 0
+        records = list(conn.read(None))
+        mapping, pks, *_ = conn._plan()
+        want = [{p: _pk_text(row[p]) for p in pks}
+                for row in conn.iter_rows(conn._select(["id", "k"], True).order_by("rowid").sql(dialect="sqlite"))]
+    assert keys == want and len(set(map(repr, keys))) > 2000
+    by_key = {repr(k) for k in keys}
+    assert records and all(repr(r.pk) in by_key for r in records)
