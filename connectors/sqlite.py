@@ -27,8 +27,9 @@ import hashlib
 import sqlite3
 import time
 import urllib.parse
+from functools import partial
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from sqlglot import exp
 
@@ -261,8 +262,17 @@ class SqliteConnector(TableConnector):
 
     def iter_rows(self, sql: str, params: tuple = ()) -> Iterator[dict[str, Any]]:
         """Stream rows as dicts, FETCH_BATCH at a time; counts rows_read."""
+        names: list[str] = []
+        for batch in self.iter_batches(sql, params, names):
+            for row in batch:
+                yield dict(zip(names, row))
+
+    def iter_batches(self, sql: str, params: tuple = (), names: list[str] | None = None) -> Iterator[list[tuple]]:
+        """Stream rows as tuples, FETCH_BATCH at a time; counts rows_read. `names`, when
+        given, is filled with the result's column names before the first batch."""
         cur = self._execute(sql, params)
-        names = [d[0] for d in cur.description]
+        if names is not None:
+            names[:] = [d[0] for d in cur.description]
         try:
             while True:
                 self._arm()
@@ -275,8 +285,7 @@ class SqliteConnector(TableConnector):
                 if not batch:
                     break
                 self.rows_read += len(batch)
-                for row in batch:
-                    yield dict(zip(names, row))
+                yield batch
         finally:
             cur.close()
 
@@ -377,6 +386,7 @@ class SqliteConnector(TableConnector):
             mark.fix(self._max_of(watermark))   # before the rows: later writes are >= this
             if incremental and use_rowid:
                 cursor.update(mark.as_cursor())  # an old rowid-only cursor gains a mark
+        names: list[str] = []
         if incremental:
             stmt, params = self._changed_since(self._select(wanted, use_rowid), cursor, use_rowid,
                                                watermark if scan_updates else None)
@@ -384,26 +394,38 @@ class SqliteConnector(TableConnector):
             # order instead of seeking the rowid range and the updated_at index.
             if use_rowid and not (scan_updates and cursor.get("updated_at") is not None):
                 stmt = stmt.order_by(exp.column("rowid"))
-            rows = self.iter_rows(stmt.sql(dialect=self.dialect), params)
+            batches = self.iter_batches(stmt.sql(dialect=self.dialect), params, names)
         elif use_rowid:
-            rows = self._pages(self._select(wanted, True), last_rowid)
+            batches = self._page_batches(self._select(wanted, True), last_rowid, names)
         else:
-            rows = self.iter_rows(self._select(wanted, False).sql(dialect=self.dialect), ())
-        for row in rows:
-            rid = row.get(ROWID)
-            if rid is not None and (last_rowid is None or rid > last_rowid):
-                last_rowid = rid
-            if scan_updates:
-                mark.see(row.get(watermark), rid, _row_digest(row))
-            rec = self.row_to_record(row, pks, mapping)
-            if rec is not None:
-                yield rec
+            batches = self.iter_batches(self._select(wanted, False).sql(dialect=self.dialect), (), names)
+        # Rows stay tuples: `names` is known once the first statement ran.
+        record = None
+        for batch in batches:
+            if record is None:
+                record = self.tuple_records(names, pks, mapping) or partial(self._dict_record, names, pks, mapping)
+                rid_at = names.index(ROWID) if ROWID in names else None
+                mark_at = names.index(watermark) if scan_updates and watermark in names else None
+            for row in batch:
+                rid = None if rid_at is None else row[rid_at]
+                if rid is not None and (last_rowid is None or rid > last_rowid):
+                    last_rowid = rid
+                if scan_updates:
+                    # the digest is taken only for a row at the mark (a handful per read)
+                    mark.see(None if mark_at is None else row[mark_at], rid, partial(_tuple_digest, names, row))
+                rec = record(row)
+                if rec is not None:
+                    yield rec
         if incremental and scan_updates and use_rowid and cursor.get("at_mark"):
             yield from self._recheck_mark(wanted, watermark, cursor, mark, pks, mapping)
         if scan_updates:
             self.cursor = {"rowid": last_rowid, **mark.as_cursor(), "scanned_at": now}
         else:
             self.cursor = {**cursor, "rowid": last_rowid}
+
+    def _dict_record(self, names: list[str], pks: list[str], mapping: dict, row: tuple) -> Record | None:
+        """row_to_record of a row given as a tuple (presets, JSON paths: tuple_records declined)."""
+        return self.row_to_record(dict(zip(names, row)), pks, mapping)
 
     def _recheck_mark(self, wanted: list[str], watermark: str, cursor: dict, mark: "_Mark",
                       pks: list[str], mapping: dict) -> Iterator[Record]:
@@ -425,7 +447,7 @@ class SqliteConnector(TableConnector):
         for row in self.iter_rows(stmt.sql(dialect=self.dialect), (cursor["updated_at"], *seen)):
             rid = row.get(ROWID)
             digest = _row_digest(row)
-            mark.see(row.get(watermark), rid, digest)
+            mark.see(row.get(watermark), rid, lambda: digest)
             if known.get(str(rid)) == digest:
                 continue
             changed += 1
@@ -435,6 +457,14 @@ class SqliteConnector(TableConnector):
         self.rows_read = before + changed
 
     def _pages(self, stmt: exp.Select, after: int | None = None) -> Iterator[dict[str, Any]]:
+        """_page_batches' rows as dicts."""
+        names: list[str] = []
+        for page in self._page_batches(stmt, after, names):
+            for row in page:
+                yield dict(zip(names, row))
+
+    def _page_batches(self, stmt: exp.Select, after: int | None = None,
+                      names: list[str] | None = None) -> Iterator[list[tuple]]:
         """`stmt` in rowid order, one statement per page; each page is fetched whole and its
         statement closed before the rows are handed on, so no read lock outlives a page and
         no read transaction spans two pages (autocommit: a SELECT ends its own).
@@ -443,6 +473,7 @@ class SqliteConnector(TableConnector):
         pause of PACE_FACTOR × the time the page held the lock, during which the bot's writes
         go through. WAL stores and one-shot audits: no pause.
         """
+        names = [] if names is None else names
         rollback = self.yield_to_writer and self.rollback_journal()
         size = ROLLBACK_PAGE_ROWS if rollback else PAGE_ROWS
         while True:
@@ -453,7 +484,7 @@ class SqliteConnector(TableConnector):
                 params = (after,)
             sql = page.order_by(exp.column("rowid")).limit(size).sql(dialect=self.dialect)
             started = time.monotonic()
-            rows = list(self.iter_rows(sql, params))
+            rows = [row for batch in self.iter_batches(sql, params, names) for row in batch]
             held = time.monotonic() - started
             more = len(rows) == size
             if more and rollback:
@@ -461,10 +492,10 @@ class SqliteConnector(TableConnector):
                 # overlay write) would otherwise add to the pause.
                 self.pauses += 1
                 self.sleep(held * PACE_FACTOR)
-            yield from rows
+            yield rows
             if not more:
                 return
-            after = rows[-1][ROWID]
+            after = rows[-1][names.index(ROWID)]
 
     def _max_of(self, column: str):
         stmt = self._select([], False).select(
@@ -485,12 +516,17 @@ class SqliteConnector(TableConnector):
         cols = [p for p in pks if p != ROWID]
         use_rowid = self.source.query is None and self.table_info(self.source.table).rowid
         stmt = self._select(cols, use_rowid)
-        rows = self._pages(stmt) if use_rowid else self.iter_rows(stmt.sql(dialect=self.dialect), ())
+        names: list[str] = []
+        batches = (self._page_batches(stmt, None, names) if use_rowid else
+                   self.iter_batches(stmt.sql(dialect=self.dialect), (), names))
         before = self.rows_read
         try:
-            for row in rows:
-                self.keys_read += 1
-                yield {p: _pk_text(row.get(p)) for p in pks}
+            for batch in batches:
+                where = {name: i for i, name in enumerate(names)}   # the last of a repeated name, as a dict keeps
+                at = [(p, where.get(p)) for p in pks]
+                for row in batch:
+                    self.keys_read += 1
+                    yield {p: "" if i is None else _pk_text(row[i]) for p, i in at}
         finally:
             self.rows_read = before   # keys are counted in keys_read, not rows_read
 
@@ -544,7 +580,9 @@ class _Mark:
         self.at, self.max_rowid, self.fixed = [], None, True
         self.hashes = {}
 
-    def see(self, value: Any, rowid: int | None, digest: str | None = None) -> None:
+    def see(self, value: Any, rowid: int | None, digest: Callable[[], str] | None = None) -> None:
+        """Fold in a row's `updated_at` value; `digest()` gives the row's _row_digest, asked
+        only for a row sitting at the mark."""
         if value is None or (self.fixed and (self.value is None or value != self.value)):
             return    # a fixed mark only collects the rows sitting exactly at it
         if isinstance(value, (bytes, bytearray, memoryview)):
@@ -560,7 +598,7 @@ class _Mark:
             if rowid not in self.at:
                 self.at.append(rowid)
             if digest is not None:
-                self.hashes[str(rowid)] = digest
+                self.hashes[str(rowid)] = digest()
             if len(self.at) > MARK_ROWIDS:
                 self.max_rowid, self.at, self.hashes = max(self.at), None, {}
         elif self.max_rowid is None or rowid > self.max_rowid:
@@ -580,6 +618,14 @@ class _Mark:
 def _row_digest(row: dict) -> str:
     """A short hash of a row's selected values: tells a rewrite at the same updated_at."""
     return hashlib.blake2b(repr(sorted(row.items())).encode("utf-8", "surrogatepass"),
+                           digest_size=8).hexdigest()
+
+
+def _tuple_digest(names: list[str], row: tuple) -> str:
+    """_row_digest(dict(zip(names, row))), without the dict when the names are distinct."""
+    if len(set(names)) != len(names):
+        return _row_digest(dict(zip(names, row)))
+    return hashlib.blake2b(repr(sorted(zip(names, row))).encode("utf-8", "surrogatepass"),
                            digest_size=8).hexdigest()
 
 

@@ -6,7 +6,8 @@ primary keys) is the same and lives here.
 """
 from __future__ import annotations
 
-from typing import Any
+import datetime as dt
+from typing import Any, Callable
 
 from memwatch_overlay.core.errors import ConnectorError
 from memwatch_overlay.core.timeparse import parse_timestamp
@@ -144,6 +145,105 @@ class TableConnector(Connector):
         # By position, in RECORD_FIELDS order: a keyword call costs three times as much.
         return Record(plan.source, plan.table, pk, text if isinstance(text, str) else str(text), subject, key,
                       created_at, updated_at, accessed_at, count, category, expires_at)
+
+
+    def tuple_records(self, names: list[str], pks: list[str], mapping: dict) -> Callable[[tuple], Record | None] | None:
+        """record(row_tuple) -> row_to_record's Record for a row given as a tuple of `names`,
+        without the per-row dict; None when this connector cannot (a preset's own
+        row_to_record, a JSON path in the mapping, a repeated column name).
+
+        The tuple path takes the values stores mostly hold (str text, int or str keys, str or
+        NULL subject/key/category, int access counts, naive ISO text or NULL times) and hands
+        any other row whole to row_to_record, so every Record (and warning) is the one
+        row_to_record gives (tests/test_tuple_records.py).
+        """
+        if type(self).row_to_record is not _ROW_TO_RECORD or len(set(names)) != len(names):
+            return None
+        if any(path for _, path in mapping.values()) or "text" not in mapping:
+            return None
+        where = {name: i for i, name in enumerate(names)}
+        try:
+            text_at = where[mapping["text"][0]]
+            pk_at = [(p, where[p]) for p in pks]
+            opt_at = [None if mapping.get(k) is None else where[mapping[k][0]] for k in ("subject", "key", "category")]
+            count_at = None if mapping.get("access_count") is None else where[mapping["access_count"][0]]
+            time_at = [(n, where[mapping[k][0]]) for n, k in enumerate(TIME_FIELDS) if mapping.get(k) is not None]
+        except KeyError:
+            return None
+        subject_at, key_at, category_at = opt_at
+        source, table = self.source.name, self.table_name
+        general = self.row_to_record
+        fromiso, epoch0 = dt.datetime.fromisoformat, _NAIVE_EPOCH
+
+        def record(row: tuple) -> Record | None:
+            text = row[text_at]
+            if text.__class__ is not str:
+                if text is None:
+                    return None
+                return general(dict(zip(names, row)), pks, mapping)
+            if not text.strip():
+                return None
+            pk = {}
+            for p, i in pk_at:
+                value = row[i]
+                if value.__class__ is str:
+                    pk[p] = value
+                elif value.__class__ is int:
+                    pk[p] = str(value)
+                else:
+                    return general(dict(zip(names, row)), pks, mapping)
+            subject = key = category = None
+            if subject_at is not None:
+                subject = row[subject_at]
+                if subject.__class__ is str:
+                    subject = subject or None
+                elif subject is not None:
+                    return general(dict(zip(names, row)), pks, mapping)
+            if key_at is not None:
+                key = row[key_at]
+                if key.__class__ is str:
+                    key = key or None
+                elif key is not None:
+                    return general(dict(zip(names, row)), pks, mapping)
+            if category_at is not None:
+                category = row[category_at]
+                if category.__class__ is str:
+                    category = category or None
+                elif category is not None:
+                    return general(dict(zip(names, row)), pks, mapping)
+            count = 0
+            if count_at is not None:
+                count = row[count_at]
+                if count is None:
+                    count = 0
+                elif count.__class__ is not int:
+                    return general(dict(zip(names, row)), pks, mapping)
+            times = [None, None, None, None]
+            last_raw = last = None
+            for n, i in time_at:
+                raw = row[i]
+                if raw is None:
+                    continue
+                if raw.__class__ is not str or len(raw) < 10 or raw[4] != "-":
+                    return general(dict(zip(names, row)), pks, mapping)
+                if raw != last_raw:
+                    # parse_timestamp's own fast path, inlined: naive ISO text is UTC
+                    try:
+                        parsed = fromiso(raw)
+                    except ValueError:
+                        return general(dict(zip(names, row)), pks, mapping)
+                    if parsed.tzinfo is not None:
+                        return general(dict(zip(names, row)), pks, mapping)
+                    last, last_raw = (parsed - epoch0).total_seconds(), raw
+                times[n] = last
+            return Record(source, table, pk, text, subject, key, times[0], times[1], times[2], count, category,
+                          times[3])
+
+        return record
+
+
+_ROW_TO_RECORD = TableConnector.row_to_record   # the general path tuple_records stands in for
+_NAIVE_EPOCH = dt.datetime(1970, 1, 1)
 
 
 class _RowPlan:
