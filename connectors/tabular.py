@@ -170,7 +170,8 @@ class TableConnector(Connector):
             time_at = [(n, where[mapping[k][0]]) for n, k in enumerate(TIME_FIELDS) if mapping.get(k) is not None]
         except KeyError:
             return None
-        subject_at, key_at, category_at = opt_at
+        # (position in (subject, key, category), column index) of the mapped optional fields
+        optional_at = [(j, i) for j, i in enumerate(opt_at) if i is not None]
         source, table = self.source.name, self.table_name
         general = self.row_to_record
         fromiso, epoch0 = dt.datetime.fromisoformat, _NAIVE_EPOCH
@@ -192,25 +193,14 @@ class TableConnector(Connector):
                     pk[p] = str(value)
                 else:
                     return general(dict(zip(names, row)), pks, mapping)
-            subject = key = category = None
-            if subject_at is not None:
-                subject = row[subject_at]
-                if subject.__class__ is str:
-                    subject = subject or None
-                elif subject is not None:
+            optional = [None, None, None]           # subject, key, category: str or NULL
+            for j, i in optional_at:
+                value = row[i]
+                if value.__class__ is str:
+                    optional[j] = value or None
+                elif value is not None:
                     return general(dict(zip(names, row)), pks, mapping)
-            if key_at is not None:
-                key = row[key_at]
-                if key.__class__ is str:
-                    key = key or None
-                elif key is not None:
-                    return general(dict(zip(names, row)), pks, mapping)
-            if category_at is not None:
-                category = row[category_at]
-                if category.__class__ is str:
-                    category = category or None
-                elif category is not None:
-                    return general(dict(zip(names, row)), pks, mapping)
+            subject, key, category = optional
             count = 0
             if count_at is not None:
                 count = row[count_at]
