@@ -77,19 +77,9 @@ def near_copies(cases_by_file: dict[str, list[dict]]) -> set[str]:
     model used for cross-validation is fitted without them, so a case is never scored by a
     topic model that saw a near-copy of it (generic ones such as "Drives to work" go too)."""
     import re
-    word = re.compile(r"[a-zà-ÿ0-9']+")
-    stop = set("a an the i my me to of in and is it for on at was with so now no just i'm are user has have".split())
-    texts = [{w for w in word.findall(t.lower()) if w not in stop}
-             for cs in cases_by_file.values() for c in cs
-             for t in [c["new_text"]] + [m["text"] for m in c["memories"]]]
-    out = set()
-    for temps in slot_corpus.T.values():
-        for t in temps:
-            tw = {w for w in word.findall(re.sub(r"\{\w+\}", " ", t).lower()) if w not in stop}
-            need = max(2, -(-3 * len(tw) // 4))
-            if len(tw) >= 2 and any(len(tw & x) >= need for x in texts):
-                out.add(t)
-    return out
+    unfilled = {t: re.sub(r"\{\w+\}", " ", t) for temps in slot_corpus.T.values() for t in temps}
+    hits = near_copy_sentences(cases_by_file, list(unfilled.values()))
+    return {t for t, words in unfilled.items() if words in hits}
 
 
 STATIC_TOPICS = False   # --static-topics: the text's static word vector is a topic-model feature
@@ -190,7 +180,7 @@ def cue_sentences() -> list[str]:
 
 def near_copy_sentences(cases_by_file: dict[str, list[dict]], sentences: list[str]) -> set[str]:
     """The sentences that share most of their content words with a text of the cases files
-    (the test near_copies applies to corpus templates)."""
+    (near_copies applies the same test to the corpus templates, fillers left out)."""
     import re
     word = re.compile(r"[a-zà-ÿ0-9']+")
     stop = set("a an the i my me to of in and is it for on at was with so now no just i'm are user has have".split())
