@@ -206,10 +206,10 @@ class SqliteConnector(TableConnector):
         if column not in self._indexed:
             table = self.table_info(self.source.table).name
             found = False
-            for _, name, _, _, partial in self._execute(
+            for _, name, _, _, is_partial in self._execute(
                     "SELECT seq, name, \"unique\", origin, partial FROM pragma_index_list(?)", (table,)).fetchall():
                 first = self._execute("SELECT name FROM pragma_index_info(?) WHERE seqno = 0", (name,)).fetchall()
-                if not partial and first and first[0][0] == column:
+                if not is_partial and first and first[0][0] == column:
                     found = True
                     break
             self._indexed[column] = found
