@@ -268,6 +268,17 @@ class PgConnection:
             raise self._error(exc) from None
         return PgCursor(cur)
 
+    def copy_rows(self, table: str, columns: tuple[str, ...], rows: Iterable[Iterable]) -> None:
+        """COPY `rows` into `table` (`temp.t` is written `pg_temp.t`, as in statements): one
+        round trip for a page of rows instead of a statement per row (executemany)."""
+        name = "pg_temp." + table[5:] if table.startswith("temp.") else table
+        try:
+            with self.raw.cursor().copy(f"COPY {name} ({', '.join(columns)}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(_params(row))
+        except self._psycopg.Error as exc:
+            raise self._error(exc) from None
+
     def stream(self, sql: str, params: Iterable | None = None, itersize: int = 2000):
         """Rows of a SELECT through a server-side cursor, `itersize` at a time (audit output:
         a million facts never sit in this process). WITH HOLD: works outside a transaction."""

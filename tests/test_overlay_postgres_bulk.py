@@ -1,0 +1,153 @@
+"""Bulk paths of a Postgres overlay: pages of scores written by COPY, the re-audit's key
+lookups by one array parameter, unchanged ids noted by COPY. They must store exactly what
+the SQLite overlay stores for the same store, and keep a fact's next label change in place
+when a rescore finds the same instant again (so that Postgres can update the row in place)."""
+from __future__ import annotations
+
+import datetime as dt
+import random
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from memwatch_overlay.overlay.engine.audit import audit
+from memwatch_overlay.overlay.store import scores
+from memwatch_overlay.overlay.store.database import OverlayStore
+from memwatch_overlay.overlay.store.schema import FACTS_FILLFACTOR
+from memwatch_overlay.core.timeparse import parse_as_of
+from memwatch_overlay.rules.config import load_config
+
+pytestmark = pytest.mark.postgres
+
+AS_OF = parse_as_of("2026-11-20")
+LATER = parse_as_of("2026-11-27")          # in the past: next_change values are real instants
+ROWS = 3 * scores.PG_COPY_MIN + 17         # several pages of scores at batch=PG_COPY_MIN
+SCORE_COLUMNS = ("ref", "status", "category", "freshness", "label", "age_days", "days_left",
+                 "days_until_expired", "expired_by", "confidence", "scored_as_of", "next_change")
+
+
+def _store(path: Path) -> Path:
+    """A home-made agent table: users, keys, texts with quotes and non-ASCII, times over 3 years."""
+    rnd = random.Random(7)
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE agent_facts (id INTEGER PRIMARY KEY, user_id TEXT, fact_key TEXT, "
+                 "fact_value TEXT, created_at TEXT)")
+    keys = [("employer", "Works at Acme {} \u2014 'the big one'"), ("city", "Lives in Z\u00fcrich {}"),
+            ("food", 'Loves "dish" {}'), ("pet", "Has a dog named {}")]
+    base = dt.datetime(2026, 11, 1)
+    for i in range(ROWS):
+        key, text = keys[rnd.randrange(len(keys))]
+        conn.execute("INSERT INTO agent_facts (user_id, fact_key, fact_value, created_at) VALUES (?, ?, ?, ?)",
+                     (f"u{i % 40}", key, text.format(i),
+                      (base - dt.timedelta(days=rnd.random() * 1100)).strftime("%Y-%m-%d %H:%M:%S")))
+    conn.commit()
+    conn.close()
+    return path
+
+
+def _scores(store: OverlayStore) -> dict[str, tuple]:
+    cols = ", ".join(SCORE_COLUMNS)
+    return {r[0]: tuple(r[1:]) for r in store.conn.execute(f"SELECT {cols} FROM facts")}
+
+
+@pytest.fixture
+def overlays(tmp_path, pg_database):
+    """(store path, config, SQLite overlay path, Postgres overlay URL), detection off."""
+    cfg_path = tmp_path / "memwatch.toml"
+    cfg_path.write_text("[detector]\nenabled = false\n")
+    return _store(tmp_path / "agent.db"), load_config(cfg_path), tmp_path / "overlay.db", pg_database("mw_bulk")
+
+
+def _audit(store, cfg, overlay, as_of):
+    result = audit(str(store), cfg, as_of=as_of, overlay_path=str(overlay))
+    total = result.summary["total"]
+    result.close()
+    return total
+
+
+def test_bulk_rescore_and_reaudit_store_what_sqlite_stores(overlays, monkeypatch):
+    store, cfg, sqlite_path, pg_url = overlays
+    copied = []
+    real = OverlayStore._write_scores_by_copy
+
+    def counting(self, updates):
+        copied.append(len(updates))
+        return real(self, updates)
+    monkeypatch.setattr(OverlayStore, "_write_scores_by_copy", counting)
+    for as_of in (AS_OF, LATER):
+        assert _audit(store, cfg, sqlite_path, as_of) == _audit(store, cfg, pg_url, as_of) == ROWS
+    assert sum(copied) >= ROWS, "the Postgres re-audit at a new as-of wrote its scores by COPY"
+    lite, pg = OverlayStore(str(sqlite_path)), OverlayStore(pg_url)
+    try:
+        want, got = _scores(lite), _scores(pg)
+        assert want.keys() == got.keys() and len(got) == ROWS
+        for ref, row in want.items():
+            # every figure exact; a next change kept from the first audit is the same instant
+            assert got[ref][:-1] == row[:-1], ref
+            assert (got[ref][-1] is None) == (row[-1] is None), ref
+            if row[-1] is not None:
+                assert abs(got[ref][-1] - row[-1]) < 1e-3, ref
+        assert pg.count_changed(1, 2) == 0, "the unchanged re-audit rewrote facts"
+    finally:
+        lite.close()
+        pg.close()
+
+
+def test_a_rescore_keeps_next_change_when_it_is_the_same_instant(overlays):
+    store, cfg, _, pg_url = overlays
+    _audit(store, cfg, pg_url, AS_OF)
+    pg = OverlayStore(pg_url)
+    try:
+        rows = pg.conn.execute("SELECT id, freshness, label, age_days, days_left, days_until_expired, "
+                               "expired_by, confidence, next_change FROM facts "
+                               "WHERE next_change IS NOT NULL ORDER BY id").fetchall()
+        assert len(rows) >= scores.PG_COPY_MIN
+        updates = [scores.ScoreUpdate(r[1], r[2], r[3], r[4], r[5], r[6], r[7], LATER,
+                                      # half of them the same instant up to rounding, half a day later
+                                      r[8] + (0.0004 if i % 2 == 0 else 86400.0), r[0])
+                   for i, r in enumerate(rows)]
+        with pg.transaction():
+            assert pg.write_scores(updates) == len(updates)
+        stored = dict(pg.conn.execute("SELECT id, next_change FROM facts WHERE next_change IS NOT NULL"))
+        for i, r in enumerate(rows):
+            assert stored[r[0]] == (r[8] if i % 2 == 0 else r[8] + 86400.0)
+        assert pg.conn.execute("SELECT count(*) FROM facts WHERE scored_as_of = ?", (LATER,)).fetchone()[0] \
+            == len(rows)
+    finally:
+        pg.close()
+
+
+def test_compare_lookups_and_unchanged_notes_match_sqlite(overlays):
+    store, cfg, sqlite_path, pg_url = overlays
+    _audit(store, cfg, sqlite_path, AS_OF)
+    _audit(store, cfg, pg_url, AS_OF)
+    lite, pg = OverlayStore(str(sqlite_path)), OverlayStore(pg_url)
+    try:
+        pks = [r[0] for r in lite.conn.execute("SELECT pk FROM facts ORDER BY id")]
+        asked = pks[::3] + ['{"id": "no such row"}', '{"id": "it\'s \\u00e9"}']
+        want, got = lite.stored_for_compare(1, asked), pg.stored_for_compare(1, asked)
+        assert len(got) == len(pks[::3]) and got.keys() == want.keys()
+        assert all(got[pk][1:] == want[pk][1:] for pk in want)       # ids may differ; the rest may not
+        with pg.transaction():
+            pg.begin_unchanged()
+            ids = [got[pk][0] for pk in pks[::3]]
+            pg.note_unchanged(ids)
+            pg.note_unchanged(ids[:10])          # a key read twice is noted once
+            noted = pg.conn.execute("SELECT count(*) FROM temp.mw_seen").fetchone()[0]
+            pg.end_unchanged()
+        assert noted == len(ids)
+    finally:
+        lite.close()
+        pg.close()
+
+
+def test_facts_pages_leave_room_for_updates_in_place(overlays):
+    _, _, _, pg_url = overlays
+    pg = OverlayStore(pg_url)
+    try:
+        options = pg.conn.execute("SELECT reloptions FROM pg_class WHERE oid = 'facts'::regclass").fetchone()[0]
+        assert f"fillfactor={FACTS_FILLFACTOR}" in options
+    finally:
+        pg.close()
+    OverlayStore(pg_url).close()              # opening it again changes nothing and does not fail
