@@ -26,7 +26,7 @@ time does. Sections:
             block per key: detection's worst case);
   postgres  the same table in a throwaway database, against a raw psycopg server-side cursor;
   pg overlay the SQLite store audited into an overlay in Postgres, against the same audit into
-            a SQLite overlay file;
+            a SQLite overlay file (first audits, and a re-audit a day later with detection off);
   check     N new facts (for existing users, many changing a value) synced incrementally with
             detection into an overlay that already holds M facts;
   memlife   the memlife package itself: store_fact() of N facts and its run_gc() pass, beside
@@ -397,21 +397,31 @@ def bench_pg_overlay(tmp: Path, dsn: str, sizes: list[int], repeat: int, large_r
             build_store(store, n)
         row = {"store": "sqlite", "overlay": "postgres", "rows": n, "repeat": reps}
         for label, extra in (("audit_nodetect", [off]), ("audit", [])):
-            pg_runs, lite_runs = [], []
+            pg_runs, lite_runs, pg_later, lite_later = [], [], [], []
             for i in range(reps):
+                lite = tmp / f"pgcmp_overlay_{label}_{n}_{i}.db"
                 with throwaway_database(dsn, f"memwatch_overlay_bench_{os.getpid()}_{n}_{label}_{i}") as (_, url):
                     pg_runs.append(measure(AUDIT, store, url, AS_OF, *extra))
-                lite_runs.append(measure(AUDIT, store, tmp / f"pgcmp_overlay_{label}_{n}_{i}.db", AS_OF, *extra))
+                    if label == "audit_nodetect":      # and a day later: every fact rescored
+                        pg_later.append(measure(AUDIT, store, url, LATER_DAYS[0], *extra))
+                lite_runs.append(measure(AUDIT, store, lite, AS_OF, *extra))
+                if label == "audit_nodetect":
+                    lite_later.append(measure(AUDIT, store, lite, LATER_DAYS[0], *extra))
                 assert pg_runs[-1][2] == n == lite_runs[-1][2]
             row[f"{label}_pg_s"] = round(median_of(pg_runs), 3)
             row[f"{label}_sqlite_s"] = round(median_of(lite_runs), 3)
             row[f"{label}_pg_rss_mb"] = round(peak_mb(pg_runs))
+            if pg_later:
+                row["reaudit_later_pg_s"] = round(median_of(pg_later), 3)
+                row["reaudit_later_sqlite_s"] = round(median_of(lite_later), 3)
         out.append(row)
         print(f"{n:>9,} rows  detection off: Postgres overlay {row['audit_nodetect_pg_s']:7.3f}s vs SQLite "
               f"{row['audit_nodetect_sqlite_s']:7.3f}s ({row['audit_nodetect_pg_s'] / row['audit_nodetect_sqlite_s']:.1f}x)"
               f" {row['audit_nodetect_pg_rss_mb']} MB | detection on: {row['audit_pg_s']:7.3f}s vs "
               f"{row['audit_sqlite_s']:7.3f}s ({row['audit_pg_s'] / row['audit_sqlite_s']:.1f}x) "
-              f"{row['audit_pg_rss_mb']} MB  (n={reps})", flush=True)
+              f"{row['audit_pg_rss_mb']} MB | re-audit a day later, detection off: {row['reaudit_later_pg_s']:7.3f}s "
+              f"vs {row['reaudit_later_sqlite_s']:7.3f}s ({row['reaudit_later_pg_s'] / row['reaudit_later_sqlite_s']:.1f}x)"
+              f"  (n={reps})", flush=True)
 
 
 EMBED_LOAD = """
