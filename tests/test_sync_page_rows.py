@@ -93,3 +93,38 @@ def test_plain_records_are_scored_without_score_fact(tmp_path, monkeypatch):
         assert len(calls) == len(recs) - len(plain) and len(plain) > 1000
     finally:
         store.close()
+
+
+class _SpyConnection:
+    """The store's connection, noting the type of every row handed to executemany."""
+
+    def __init__(self, conn):
+        self._conn, self.kinds = conn, []
+
+    def executemany(self, sql, rows):
+        rows = list(rows)
+        self.kinds += [type(r) for r in rows]
+        return self._conn.executemany(sql, rows)
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
+
+
+def test_facts_rows_are_bound_as_plain_tuples(tmp_path):
+    """sqlite3 binds an exact tuple by index, a NamedTuple through the sequence protocol
+    (0.15 s CPU per 100k 28-column rows): upsert_facts hands SQLite plain tuples."""
+    store = OverlayStore(str(tmp_path / "o.db"))
+    try:
+        source_id = store.ensure_source("bot", "sqlite", "x", None)
+        recs = records(random.Random(8), 50)
+        rows = SyncEngine(store, Config())._page_builder(source_id, 1, AS_OF, AS_OF)(recs)
+        assert all(type(r).__name__ == "FactRow" for r in rows)
+        spy = store.conn = _SpyConnection(store.conn)
+        with store.transaction():
+            store.upsert_facts(rows)
+        assert spy.kinds == [tuple] * len(rows)
+        stored = spy._conn.execute(f"SELECT {', '.join(rows[0]._fields)} FROM facts ORDER BY id").fetchall()
+        assert [tuple(r) for r in stored] == [tuple(r) for r in rows]
+    finally:
+        store.conn = getattr(store.conn, "_conn", store.conn)
+        store.close()
