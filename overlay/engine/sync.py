@@ -590,8 +590,10 @@ class SyncEngine:
         `deleted`: facts this sync found deleted (their blocks are walked again); `space`:
         the sources sharing this one's subjects (`subject_space`)."""
         store = self.store
-        changed = store.changed_ids(source_id, sync_no)
         had_any = store.has_contradictions()
+        # the changed facts' ids are read only where they are used: a full read into an overlay
+        # holding no contradiction (every first audit) needs none (100k ids: 0.03 s CPU)
+        changed = store.changed_ids(source_id, sync_no) if had_any or touched is not None else []
         partners = store.older_partners(changed) if touched is not None and had_any else set()
         if had_any:
             store.clear_contradictions_of(changed)
