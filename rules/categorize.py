@@ -134,6 +134,36 @@ class Categorizer:
             return self._compiled[stop].category
         return DEFAULT_CATEGORY
 
+    def categorize_page(self, records) -> list[str]:
+        """[categorize(r.source, r.key, r.text, r.category) for r in records], with the same
+        side effects (unknown category values counted, truncated texts counted) and the
+        per-text work of one call done inline: the sync categorises a page at a time."""
+        out: list[str] = []
+        append = out.append
+        categorize, key_hits = self.categorize, self._key_hits
+        first_match, rule_index, compiled = self._text_regexes.first_match, self._text_rule_index, self._compiled
+        limit, n_rules, default = self.max_text_chars, len(compiled), DEFAULT_CATEGORY
+        decisions: dict = {}                 # (source, key) -> _key_hits(source, key), for this page
+        for rec in records:
+            if rec.category:
+                append(categorize(rec.source, rec.key, rec.text, rec.category))
+                continue
+            source, key, text = rec.source, rec.key, rec.text
+            decision = decisions.get((source, key))
+            if decision is None:
+                decision = decisions[(source, key)] = key_hits(source, key)
+            stop, candidates = decision
+            if text and len(text) > limit:
+                text = text[:limit]
+                self.truncated += 1
+            if text and candidates:
+                hit = first_match(text, candidates)
+                if hit is not None:
+                    append(compiled[rule_index[hit]].category)
+                    continue
+            append(compiled[stop].category if stop < n_rules else default)
+        return out
+
     def take_truncated(self) -> str | None:
         """The warning about texts read truncated since the last call, or None."""
         n, self.truncated = self.truncated, 0

@@ -343,7 +343,7 @@ def audit(target: str | None = None, config: Config | None = None, *, as_of: flo
         cfg, sources = resolve_sources(target, config, source_name, store)
         refuse_overlay_in_sources(overlay_target(config, overlay_path), [s.resolved_path for s in sources])
         factory = None
-        if detector is None:
+        if detector is None and not _detection_off(cfg):   # off: the detection modules are not even imported
             from memwatch_overlay.overlay.detect.blocks import make_detector
             if _default_detector(cfg):      # shipped rules only: nothing to fail on, made when needed
                 factory = partial(make_detector, cfg)
@@ -369,6 +369,11 @@ def audit(target: str | None = None, config: Config | None = None, *, as_of: flo
     except BaseException:
         store.close()
         raise
+
+
+def _detection_off(cfg: Config) -> bool:
+    """`[detector] enabled = false`: make_detector(cfg) would be None."""
+    return dict(getattr(cfg, "detector", {}) or {}).get("enabled") is False
 
 
 def _default_detector(cfg: Config) -> bool:

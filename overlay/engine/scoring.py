@@ -45,6 +45,7 @@ from memwatch_overlay.rules.policy import (  # noqa: F401 (the policy names are 
     ConfidencePolicy,
     Thresholds,
 )
+from memwatch_overlay.rules.policy import _confidence_start
 
 
 
@@ -202,3 +203,54 @@ def score_fact(as_of: float, learned_at: float | None, policy: CategoryPolicy,
                               None if days_left is None else _round(days_left, 3),
                               None if until_expired is None else _round(until_expired, 3),
                               expired_by, confidence, next_change))
+
+
+def plain_scorer(policy: CategoryPolicy, thresholds: Thresholds, lifecycle: ConfidencePolicy):
+    """score(as_of, learned_at) -> score_fact(as_of, learned_at, policy, thresholds,
+    lifecycle=lifecycle) for the usual fact: never accessed, no access count, no expiry of
+    its own, in a category without `ttl_days` (for such a category: None, use score_fact).
+
+    What is the same for every fact of the category (the decay factor and its log, the
+    thresholds, the confidence's starting point) is worked out once here, so a sync pays only
+    for the fact's own arithmetic: score_fact's operations in score_fact's order with the
+    access terms (exactly 0.0) left out, hence the same bits (tests/test_scoring_plain.py).
+    """
+    if policy.ttl_days is not None:
+        return None
+    d, log_d = _decay(policy.half_life_days)
+    fresh_at, aging_at, stale_at = thresholds.fresh, thresholds.aging, thresholds.stale
+    floor, conf_half_life = lifecycle.floor, lifecycle.half_life_days
+    start = _confidence_start(lifecycle.initial, 0)     # confidence_after(age, 0)'s start
+    log, rnd, new = _log, _round, _new_score
+
+    def until(threshold: float, base: float) -> float | None:
+        # _until(threshold, 0.0, base, log_d): x - 0.0 and x + 0.0 are x for these values
+        if threshold <= 0:
+            return None
+        if base < threshold:
+            return 0.0
+        return max(0.0, log(threshold / base) / log_d)
+
+    def score(as_of: float, learned_at: float) -> Score:
+        age = (as_of - learned_at) / DAY
+        if not age > 0.0:           # max(0.0, age)
+            age = 0.0
+        base = d ** age             # > 0 or +0.0: base + 0.0 + 0.0 is base
+        value = rnd(min(1.0, base), 9)
+        days_left = until(fresh_at, base)
+        until_expired = until(stale_at, base)
+        if value >= fresh_at:
+            label, next_change = "fresh", days_left
+        elif value >= aging_at:
+            label, next_change = "aging", until(aging_at, base)
+        elif value >= stale_at:
+            label, next_change = "stale", until_expired
+        else:
+            label, next_change = "expired", None
+        confidence = rnd(max(floor, start * 0.5 ** (age / conf_half_life)), 6)
+        return new(Score, (rnd(value, 6), label, rnd(age, 6),
+                           None if days_left is None else rnd(days_left, 3),
+                           None if until_expired is None else rnd(until_expired, 3),
+                           None, confidence, next_change))
+
+    return score

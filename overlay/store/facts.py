@@ -147,8 +147,12 @@ class FactsRepo(RepoBase):
         return self.conn.execute("SELECT coalesce(max(id), 0) FROM facts").fetchone()[0]
 
     def upsert_facts(self, rows: Iterable[FactRow]) -> None:
-        """Insert or refresh facts (FactRow, or tuples in FACT_COLUMNS order); call inside a transaction."""
-        self.conn.executemany(_UPSERT_SQL, rows)
+        """Insert or refresh facts (FactRow, or tuples in FACT_COLUMNS order); call inside a transaction.
+
+        Bound as plain tuples: sqlite3 binds an exact tuple by index and any other sequence
+        (a NamedTuple such as FactRow) through the sequence protocol, one call per column;
+        at 28 columns that was 0.15 s CPU per 100k rows, and tuple() is the cheaper copy."""
+        self.conn.executemany(_UPSERT_SQL, map(tuple, rows))
 
     def unseen_live_ids(self, source_id: int, sync_no: int, noted: bool = False) -> list[int]:
         """Live facts a full read (sync `sync_no`) did not see: what mark_unseen_deleted() is
