@@ -128,3 +128,25 @@ def test_facts_rows_are_bound_as_plain_tuples(tmp_path):
     finally:
         store.conn = getattr(store.conn, "_conn", store.conn)
         store.close()
+
+
+def test_scores_are_bound_as_plain_tuples(tmp_path):
+    """The same for a rescore's ScoreUpdates (write_scores on SQLite): plain tuples, same values."""
+    from memwatch_overlay.overlay.store.scores import ScoreUpdate
+    store = OverlayStore(str(tmp_path / "o.db"))
+    try:
+        source_id = store.ensure_source("bot", "sqlite", "x", None)
+        rows = SyncEngine(store, Config())._page_builder(source_id, 1, AS_OF, AS_OF)(records(random.Random(9), 30))
+        with store.transaction():
+            store.upsert_facts(rows)
+        ids = [r[0] for r in store.conn.execute("SELECT id FROM facts ORDER BY id")]
+        updates = [ScoreUpdate(0.25, "stale", 9.5, None, 3.0, None, 0.5, AS_OF + 86400.0, None, i) for i in ids]
+        spy = store.conn = _SpyConnection(store.conn)
+        with store.transaction():
+            assert store.write_scores(updates) == len(ids)
+        assert spy.kinds == [tuple] * len(ids)
+        stored = spy._conn.execute(f"SELECT {', '.join(ScoreUpdate._fields)} FROM facts ORDER BY id").fetchall()
+        assert [tuple(r) for r in stored] == [tuple(u) for u in updates]
+    finally:
+        store.conn = getattr(store.conn, "_conn", store.conn)
+        store.close()

@@ -102,7 +102,9 @@ class ScoresRepo(RepoBase):
         if self.dialect == "postgres" and len(updates) >= PG_COPY_MIN:
             self._write_scores_by_copy(updates)
         else:
-            self.conn.executemany(_WRITE_SQL, updates)
+            # plain tuples: sqlite3 binds a NamedTuple a column at a time through the sequence
+            # protocol (facts.upsert_facts has the figures)
+            self.conn.executemany(_WRITE_SQL, map(tuple, updates))
         return len(updates)
 
     def _write_scores_by_copy(self, updates: list[ScoreUpdate]) -> None:
