@@ -1,0 +1,191 @@
+"""The topic model's probabilities estimated cheaply, and when the estimate may decide.
+
+``TopicModel.probs`` is the reference: the plain weighted sum of every feature, added one
+feature at a time as the model was fitted. Most of its cost is the 64 word-vector columns,
+which weigh every one of the ~34 topics: over 2,000 multiply-adds per text. Those columns
+are linear in the text's averaged word vector ``v = s / |s|`` (``s`` the sum of its content
+words' unit vectors), so
+
+    sum_k W[k] * v[k]  =  (sum over its words w of  W u_w) / |s|
+
+and ``W u_w``, one topic vector per word, is itself ``(sum over w's WordPiece pieces of W
+piece) / |sum of the pieces|``: each piece is projected once (a store of 10,000 keyed
+memories, every one with its own number, meets 859 distinct pieces). The hashed n-grams
+regroup the same way: ``sum_h W[h] * c_h / n`` is the sum of each word's n-gram rows (kept
+per word) and of its word pair's row, divided by ``n``.
+
+The estimate adds the same terms in another order, so it differs from the reference by
+rounding alone (about 1e-16 on the test texts; ``tests/test_topic_estimate.py`` bounds it
+at 1e-12). ``certain`` says when a decision taken on the estimate (the likeliest topic, the
+topics at least so likely among the likeliest k) is the reference's own: no probability
+within ``MARGIN`` (1e-9, a thousand times the bound) of a threshold, nor of its neighbour at
+a rank that matters. Where it is not certain, the caller decides on the reference.
+
+Example:
+    >>> from memwatch_overlay.overlay.detect.learned import load_learned
+    >>> m = load_learned().topics
+    >>> est = TopicEstimator(m).probs("my first payslip from Grab today")
+    >>> max(abs(a - b) for a, b in zip(est, m.probs("my first payslip from Grab today"))) < 1e-12
+    True
+"""
+from __future__ import annotations
+
+import math
+from operator import mul
+from typing import TYPE_CHECKING, Sequence
+
+from memwatch_overlay.overlay.detect.wordvec import content_words, wordpiece
+
+if TYPE_CHECKING:
+    from memwatch_overlay.overlay.detect.learned import TopicModel
+
+MARGIN = 1e-9           # how close to a decision's boundary the estimate may come and still decide
+_CACHE = 16384          # words (and word pairs, pieces) whose rows an estimator keeps
+
+
+class TopicEstimator:
+    """``model.probs`` up to rounding, from per-word and per-piece rows kept as they are met."""
+
+    def __init__(self, model: TopicModel):
+        from memwatch_overlay.overlay.detect.learned import DENSE_SCALE, _bucket, tokens
+        self._bucket, self._tokens, self._scale = _bucket, tokens, DENSE_SCALE
+        self.model = model
+        self.size = len(model.bias)
+        self._zero = (0.0,) * self.size
+        self._words: dict[str, tuple[tuple[int, ...], tuple[float, ...] | None]] = {}
+        self._pairs: dict[str, tuple[int, tuple[float, ...] | None]] = {}
+        self._pieces: dict[int, tuple[float, ...]] = {}
+        self._dense: dict[str, tuple[float, ...] | None] = {}
+        wv = model.wordvec
+        self.wordvec = wv
+        if wv is not None:
+            # the word-vector columns by topic: cols[c][k] = weight of dimension k for topic c
+            rows = [self._row(model.buckets + k) or self._zero for k in range(wv.dims)]
+            self._cols = [tuple(r[c] for r in rows) for c in range(self.size)]
+
+    def _row(self, h: int) -> tuple[float, ...] | None:
+        """The weights of feature ``h`` for every topic (None when it weighs none)."""
+        sparse = self.model.w.get(h)
+        if not sparse:
+            return None
+        full = [0.0] * self.size
+        for c, wt in sparse:
+            full[c] = wt
+        return tuple(full)
+
+    def _word(self, w: str) -> tuple[tuple[int, ...], tuple[float, ...] | None]:
+        """A word's buckets (its own, then its character 4-grams, as TopicModel.features
+        counts them) and the sum of their rows."""
+        got = self._words.get(w)
+        if got is None:
+            if len(self._words) > _CACHE:
+                self._words.clear()
+            b, buckets = self._bucket, self.model.buckets
+            p = f" {w} "
+            hs = (b("w:" + w, buckets), *(b("c:" + p[j:j + 4], buckets) for j in range(max(1, len(p) - 3))))
+            acc, weighs = [0.0] * self.size, False
+            for h in hs:
+                for c, wt in self.model.w.get(h, ()):
+                    acc[c] += wt
+                    weighs = True
+            got = self._words[w] = (hs, tuple(acc) if weighs else None)
+        return got
+
+    def _pair(self, pair: str) -> tuple[int, tuple[float, ...] | None]:
+        got = self._pairs.get(pair)
+        if got is None:
+            if len(self._pairs) > _CACHE:
+                self._pairs.clear()
+            h = self._bucket("b:" + pair, self.model.buckets)
+            got = self._pairs[pair] = (h, self._row(h))
+        return got
+
+    def _piece(self, i: int) -> tuple[float, ...]:
+        """One WordPiece vector projected through the word-vector columns."""
+        got = self._pieces.get(i)
+        if got is None:
+            if len(self._pieces) > _CACHE:
+                self._pieces.clear()
+            v = self.wordvec._piece(i)
+            got = self._pieces[i] = tuple(sum(map(mul, col, v)) for col in self._cols)
+        return got
+
+    def _word_topics(self, w: str) -> tuple[float, ...] | None:
+        """``W u_w``: the word's unit vector (WordVectors.word_vector) through the columns."""
+        if w in self._dense:
+            return self._dense[w]
+        if len(self._dense) > _CACHE:
+            self._dense.clear()
+        wv = self.wordvec
+        ids = wordpiece(w, wv.ids)
+        got = None
+        if ids:
+            acc = [0.0] * wv.dims
+            proj = [0.0] * self.size
+            for i in ids:
+                acc = [a + x for a, x in zip(acc, wv._piece(i))]
+                proj = [a + x for a, x in zip(proj, self._piece(i))]
+            n = math.sqrt(sum(x * x for x in acc))
+            if n:
+                got = tuple(x / n for x in proj)
+        self._dense[w] = got
+        return got
+
+    def probs(self, text: str) -> tuple[float, ...]:
+        """The topic distribution of ``text``, equal to ``model.probs(text)`` up to rounding."""
+        size = self.size
+        counts: dict[int, int] = {}
+        get = counts.get
+        hashed: Sequence[float] = self._zero
+        prev = None
+        for w in self._tokens(text):
+            hs, row = self._word(w)
+            for h in hs:
+                counts[h] = get(h, 0) + 1
+            if row is not None:
+                hashed = [a + b for a, b in zip(hashed, row)]
+            if prev is not None:
+                h, row = self._pair(prev + "_" + w)
+                counts[h] = get(h, 0) + 1
+                if row is not None:
+                    hashed = [a + b for a, b in zip(hashed, row)]
+            prev = w
+        n = math.sqrt(sum(c * c for c in counts.values())) or 1.0
+        z = [b + x / n for b, x in zip(self.model.bias, hashed)]
+        wv = self.wordvec
+        if wv is not None:
+            # the sum of the words' unit vectors, added as WordVectors.text_vector adds them
+            s: list[float] | None = None
+            proj: Sequence[float] = self._zero
+            for w in content_words(text):
+                u = wv.word_vector(w)
+                if u is None:
+                    continue
+                s = list(u) if s is None else [a + x for a, x in zip(s, u)]
+                t = self._word_topics(w)
+                if t is not None:
+                    proj = [a + x for a, x in zip(proj, t)]
+            norm = math.sqrt(sum(x * x for x in s)) if s is not None else 0.0
+            if norm:
+                k = self._scale / norm
+                z = [a + x * k for a, x in zip(z, proj)]
+        m = max(z) if size else 0.0
+        e = [math.exp(v - m) for v in z]
+        total = sum(e)
+        return tuple(v / total for v in e)
+
+
+def certain(p: Sequence[float], order: Sequence[int], thresholds: Sequence[tuple[int, float]]) -> bool:
+    """Whether probabilities within ``MARGIN`` of ``p`` (sorted likeliest first by ``order``)
+    give the same likeliest class and, for each ``(k, at_least)``, the same classes at least
+    ``at_least`` likely among the ``k`` likeliest: no such probability within MARGIN of
+    ``at_least``, and no tie within 2 * MARGIN across the rank-k boundary where it matters
+    (the k-th could hold). Ties among the likeliest are not certain either."""
+    if len(order) > 1 and p[order[0]] - p[order[1]] <= 2 * MARGIN:
+        return False
+    for k, at_least in thresholds:
+        if any(abs(p[i] - at_least) <= MARGIN for i in order[:k]):
+            return False
+        if len(order) > k and p[order[k - 1]] > at_least - MARGIN and p[order[k - 1]] - p[order[k]] <= 2 * MARGIN:
+            return False
+    return True
