@@ -34,7 +34,7 @@ import tomllib
 import zlib
 from dataclasses import dataclass
 from importlib import resources
-from operator import mul
+from operator import itemgetter, mul
 from pathlib import Path
 
 from memwatch_overlay.overlay.detect.topic_estimate import MARGIN, TopicEstimator, certain
@@ -239,9 +239,12 @@ class Learned:
                        for k, v in cues.items()}
         self._info: dict[str, TextInfo] = {}
         self._topic_cache: dict[str, tuple[tuple[float, ...], str, frozenset[str], frozenset[str]]] = {}
-        self._sets: dict[frozenset[str], frozenset[str]] = {}
+        self._sets: dict[tuple[int, ...], frozenset[str]] = {}
         self._ending: dict[str, bool] = {}
         self.estimator = TopicEstimator(self.topics)
+        # the probabilities of the multi- and single-valued topics, picked out of a distribution
+        self._multi_of = _picker(sorted(self.multi))
+        self._single_of = _picker(sorted(self.single))
 
     def _topics(self, text: str) -> tuple[tuple[float, ...], str, frozenset[str], frozenset[str]]:
         """(distribution, top topic, likeliest topics, wanted topics) of a text: all the
@@ -256,16 +259,22 @@ class Learned:
             if len(self._topic_cache) > TOPIC_CACHE:
                 self._topic_cache.clear()
             p = self.estimator.probs(text)
-            order = sorted(range(len(p)), key=lambda i: -p[i])
+            # likeliest first; ties keep class order, as sorted(key=lambda i: -p[i]) leaves them
+            order = sorted(range(len(p)), key=p.__getitem__, reverse=True)
             if not certain(p, order, ((TOP_K, TOPIC_MIN), (WANT_K, WANT_MIN))):
                 p = self.topics.probs(text)
-                order = sorted(range(len(p)), key=lambda i: -p[i])
-            classes = self.topics.classes
-            top = classes[order[0]]
-            tops = frozenset(classes[i] for i in order[:TOP_K] if p[i] >= TOPIC_MIN) - {"other"}
-            wants = frozenset(classes[i] for i in order[:WANT_K] if p[i] >= WANT_MIN) - {"other"}
-            sets = self._sets          # one object per distinct set: a block's texts share a few
-            got = self._topic_cache[text] = (p, top, sets.setdefault(tops, tops), sets.setdefault(wants, wants))
+                order = sorted(range(len(p)), key=p.__getitem__, reverse=True)
+            top = self.topics.classes[order[0]]
+            tops = self._named(tuple(i for i in order[:TOP_K] if p[i] >= TOPIC_MIN))
+            wants = self._named(tuple(i for i in order[:WANT_K] if p[i] >= WANT_MIN))
+            got = self._topic_cache[text] = (p, top, tops, wants)
+        return got
+
+    def _named(self, idx: tuple[int, ...]) -> frozenset[str]:
+        """The topics of these class indexes, "other" left out (one set object per distinct set)."""
+        got = self._sets.get(idx)
+        if got is None:
+            got = self._sets[idx] = frozenset(self.topics.classes[i] for i in idx) - {"other"}
         return got
 
     def info(self, text: str) -> TextInfo:
@@ -345,8 +354,8 @@ class Learned:
             return False
         if self._ends(new_text):
             return True
-        pairs_min = list(map(min, pn, po))
-        multi, single = sum(pairs_min[i] for i in self.multi), sum(pairs_min[i] for i in self.single)
+        multi = sum(map(min, self._multi_of(pn), self._multi_of(po)))
+        single = sum(map(min, self._single_of(pn), self._single_of(po)))
         if abs(multi - single) <= MARGIN:
             pairs_min = list(map(min, self.topics.probs(new_text), self.topics.probs(old)))
             multi, single = sum(pairs_min[i] for i in self.multi), sum(pairs_min[i] for i in self.single)
@@ -471,6 +480,13 @@ class Learned:
 
     def threshold(self, mode: str) -> float:
         return float(self.modes[mode]["threshold"])
+
+
+def _picker(idx: list[int]):
+    """A function giving the items at ``idx`` of a sequence, as a tuple."""
+    if len(idx) == 1:
+        return lambda seq: (seq[idx[0]],)
+    return itemgetter(*idx) if idx else (lambda seq: ())
 
 
 def without_names(values: frozenset[str], names: frozenset[str]) -> frozenset[str]:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from operator import mul
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, NamedTuple, Sequence
 
 from memwatch_overlay.overlay.detect.wordvec import content_words, wordpiece
 
@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 
 MARGIN = 1e-9           # how close to a decision's boundary the estimate may come and still decide
 _CACHE = 16384          # words (and word pairs, pieces) whose rows an estimator keeps
+_WORDS = 4096           # words whose vectors it keeps (~3 KB each)
+_HEADS = 1024           # shared beginnings whose sums it keeps (a few KB each)
 
 
 class TopicEstimator:
@@ -55,7 +57,10 @@ class TopicEstimator:
         self._words: dict[str, tuple[tuple[int, ...], tuple[float, ...] | None]] = {}
         self._pairs: dict[str, tuple[int, tuple[float, ...] | None]] = {}
         self._pieces: dict[int, tuple[float, ...]] = {}
-        self._dense: dict[str, tuple[float, ...] | None] = {}
+        self._dense: dict[str, tuple[tuple[float, ...], tuple[float, ...]] | None] = {}
+        self._heads: dict[str, _Sums] = {}
+        self._seen: dict[str, None] = {}
+        self._tail: tuple[str | None, _Sums | None] = (None, None)
         wv = model.wordvec
         self.wordvec = wv
         if wv is not None:
@@ -110,11 +115,13 @@ class TopicEstimator:
             got = self._pieces[i] = tuple(sum(map(mul, col, v)) for col in self._cols)
         return got
 
-    def _word_topics(self, w: str) -> tuple[float, ...] | None:
-        """``W u_w``: the word's unit vector (WordVectors.word_vector) through the columns."""
-        if w in self._dense:
-            return self._dense[w]
-        if len(self._dense) > _CACHE:
+    def _word_vector(self, w: str) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+        """A word's unit vector (as WordVectors.word_vector makes it, up to rounding) and
+        ``W u_w``, that vector through the word-vector columns; None for an unknown word."""
+        got = self._dense.get(w, False)
+        if got is not False:
+            return got
+        if len(self._dense) > _WORDS:
             self._dense.clear()
         wv = self.wordvec
         ids = wordpiece(w, wv.ids)
@@ -125,19 +132,45 @@ class TopicEstimator:
             for i in ids:
                 acc = [a + x for a, x in zip(acc, wv._piece(i))]
                 proj = [a + x for a, x in zip(proj, self._piece(i))]
-            n = math.sqrt(sum(x * x for x in acc))
+            n = math.sqrt(sum(map(mul, acc, acc)))
             if n:
-                got = tuple(x / n for x in proj)
+                got = (tuple([x / n for x in acc]), tuple([x / n for x in proj]))
         self._dense[w] = got
         return got
 
     def probs(self, text: str) -> tuple[float, ...]:
-        """The topic distribution of ``text``, equal to ``model.probs(text)`` up to rounding."""
-        size = self.size
+        """The topic distribution of ``text``, equal to ``model.probs(text)`` up to rounding.
+
+        A text is the sums of its words' rows, so a beginning that texts share ("employer:
+        Works at Acme" before each keyed memory's own value) is summed once: from the second
+        ASCII text that shares all but its last word, those sums are kept and only the last
+        word is added (split at a space, the n-grams and word vectors of the two parts are
+        those of the whole: no token spans a space)."""
+        i = text.rfind(" ")
+        if i <= 0 or not text.isascii():
+            return self._finish(self._partial(text))
+        head = text[:i]
+        hp = self._heads.get(head)
+        if hp is None:
+            if head not in self._seen:          # a head met once is not kept
+                if len(self._seen) > _CACHE:
+                    self._seen.clear()
+                self._seen[head] = None
+                return self._finish(self._partial(text))
+            if len(self._heads) > _HEADS:
+                self._heads.clear()
+            hp = self._heads[head] = self._partial(head)
+        tail = text[i + 1:]
+        if self._tail[0] != tail:       # a keyed memory's two readings end the same way
+            self._tail = (tail, self._partial(tail))
+        return self._joined(hp, self._tail[1])
+
+    def _partial(self, text: str) -> _Sums:
+        """The unnormalized sums of one text (see ``_Sums``)."""
         counts: dict[int, int] = {}
         get = counts.get
         hashed: Sequence[float] = self._zero
-        prev = None
+        first = prev = None
         for w in self._tokens(text):
             hs, row = self._word(w)
             for h in hs:
@@ -149,30 +182,82 @@ class TopicEstimator:
                 counts[h] = get(h, 0) + 1
                 if row is not None:
                     hashed = [a + b for a, b in zip(hashed, row)]
+            else:
+                first = w
             prev = w
-        n = math.sqrt(sum(c * c for c in counts.values())) or 1.0
-        z = [b + x / n for b, x in zip(self.model.bias, hashed)]
-        wv = self.wordvec
-        if wv is not None:
-            # the sum of the words' unit vectors, added as WordVectors.text_vector adds them
-            s: list[float] | None = None
-            proj: Sequence[float] = self._zero
+        s: Sequence[float] | None = None
+        proj: Sequence[float] = self._zero
+        if self.wordvec is not None:
             for w in content_words(text):
-                u = wv.word_vector(w)
-                if u is None:
-                    continue
-                s = list(u) if s is None else [a + x for a, x in zip(s, u)]
-                t = self._word_topics(w)
-                if t is not None:
-                    proj = [a + x for a, x in zip(proj, t)]
-            norm = math.sqrt(sum(x * x for x in s)) if s is not None else 0.0
-            if norm:
-                k = self._scale / norm
-                z = [a + x * k for a, x in zip(z, proj)]
-        m = max(z) if size else 0.0
-        e = [math.exp(v - m) for v in z]
-        total = sum(e)
-        return tuple(v / total for v in e)
+                got = self._word_vector(w)
+                if got is not None:
+                    s = got[0] if s is None else [a + x for a, x in zip(s, got[0])]
+                    proj = [a + x for a, x in zip(proj, got[1])]
+        c = list(counts.values())
+        return _Sums(counts, sum(map(mul, c, c)), hashed, first, prev, s,
+                     sum(map(mul, s, s)) if s is not None else 0.0, proj)
+
+    def _finish(self, t: _Sums) -> tuple[float, ...]:
+        """Normalize the sums as TopicModel.features does (the n-gram counts to unit length,
+        the word vectors' mean to a unit vector) and take the softmax."""
+        inv = 1.0 / (math.sqrt(t.sq) or 1.0)
+        if t.ss > 0.0:
+            k = self._scale / math.sqrt(t.ss)
+            z = [b + x * inv + y * k for b, x, y in zip(self.model.bias, t.hashed, t.proj)]
+        else:
+            z = [b + x * inv for b, x in zip(self.model.bias, t.hashed)]
+        return _softmax(z)
+
+    def _joined(self, a: _Sums, b: _Sums) -> tuple[float, ...]:
+        """``_finish`` of the sums of text ``a``, a space, then text ``b`` (what ``_partial``
+        gives of the whole), without building them: the squared norms grow by what ``b``
+        adds (``|x + y|^2 = |x|^2 + 2 x.y + |y|^2``)."""
+        delta = b.counts
+        pair_row = None
+        if a.last is not None and b.first is not None:       # the word pair across the space
+            h, pair_row = self._pair(a.last + "_" + b.first)
+            delta = dict(delta)
+            delta[h] = delta.get(h, 0) + 1
+        get = a.counts.get
+        sq = a.sq + sum((2 * get(h, 0) + c) * c for h, c in delta.items())
+        inv = 1.0 / (math.sqrt(sq) or 1.0)
+        if a.s is None or b.s is None:
+            ss = a.ss + b.ss
+        else:
+            ss = a.ss + 2.0 * sum(map(mul, a.s, b.s)) + b.ss
+        k = self._scale / math.sqrt(ss) if ss > 0.0 else 0.0
+        bias = self.model.bias
+        if pair_row is None:
+            z = [c + (x + y) * inv + (u + v) * k
+                 for c, x, y, u, v in zip(bias, a.hashed, b.hashed, a.proj, b.proj)]
+        else:
+            z = [c + (x + y + r) * inv + (u + v) * k
+                 for c, x, y, r, u, v in zip(bias, a.hashed, b.hashed, pair_row, a.proj, b.proj)]
+        return _softmax(z)
+
+
+def _softmax(z: list[float]) -> tuple[float, ...]:
+    m = max(z) if z else 0.0
+    exp = math.exp
+    e = [exp(v - m) for v in z]
+    total = sum(e)
+    return tuple([v / total for v in e])
+
+
+class _Sums(NamedTuple):
+    """What a text adds to the topic model's sums before they are normalized: its n-gram
+    counts by bucket (and the sum of their squares) and their rows' sum, its first and last
+    word (a word pair spans a join), the sum of its content words' unit vectors (and its
+    squared norm) and of their projected rows."""
+
+    counts: dict[int, int]
+    sq: int
+    hashed: Sequence[float]
+    first: str | None
+    last: str | None
+    s: Sequence[float] | None
+    ss: float
+    proj: Sequence[float]
 
 
 def certain(p: Sequence[float], order: Sequence[int], thresholds: Sequence[tuple[int, float]]) -> bool:
@@ -184,8 +269,9 @@ def certain(p: Sequence[float], order: Sequence[int], thresholds: Sequence[tuple
     if len(order) > 1 and p[order[0]] - p[order[1]] <= 2 * MARGIN:
         return False
     for k, at_least in thresholds:
-        if any(abs(p[i] - at_least) <= MARGIN for i in order[:k]):
-            return False
+        for i in order[:k]:
+            if -MARGIN <= p[i] - at_least <= MARGIN:
+                return False
         if len(order) > k and p[order[k - 1]] > at_least - MARGIN and p[order[k - 1]] - p[order[k]] <= 2 * MARGIN:
             return False
     return True
