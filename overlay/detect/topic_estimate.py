@@ -60,7 +60,7 @@ class TopicEstimator:
         self._dense: dict[str, tuple[tuple[float, ...], tuple[float, ...]] | None] = {}
         self._heads: dict[str, _Sums] = {}
         self._seen: dict[str, None] = {}
-        self._tail: tuple[str | None, _Sums | None] = (None, None)
+        self._tail: tuple[str | None, _Sums] = (None, _Sums({}, 0, self._zero, None, None, None, 0.0, self._zero))
         wv = model.wordvec
         self.wordvec = wv
         if wv is not None:
@@ -105,14 +105,14 @@ class TopicEstimator:
             got = self._pairs[pair] = (h, self._row(h))
         return got
 
-    def _piece(self, i: int) -> tuple[float, ...]:
-        """One WordPiece vector projected through the word-vector columns."""
+    def _piece(self, i: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """One WordPiece vector (as floats) and its projection through the word-vector columns."""
         got = self._pieces.get(i)
         if got is None:
             if len(self._pieces) > _CACHE:
                 self._pieces.clear()
-            v = self.wordvec._piece(i)
-            got = self._pieces[i] = tuple(sum(map(mul, col, v)) for col in self._cols)
+            v = tuple(map(float, self.wordvec._piece(i)))
+            got = self._pieces[i] = (v, tuple([sum(map(mul, col, v)) for col in self._cols]))
         return got
 
     def _word_vector(self, w: str) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
@@ -123,18 +123,18 @@ class TopicEstimator:
             return got
         if len(self._dense) > _WORDS:
             self._dense.clear()
-        wv = self.wordvec
-        ids = wordpiece(w, wv.ids)
+        ids = wordpiece(w, self.wordvec.ids)
         got = None
         if ids:
-            acc = [0.0] * wv.dims
-            proj = [0.0] * self.size
-            for i in ids:
-                acc = [a + x for a, x in zip(acc, wv._piece(i))]
-                proj = [a + x for a, x in zip(proj, self._piece(i))]
+            acc, proj = self._piece(ids[0])
+            for i in ids[1:]:
+                v, t = self._piece(i)
+                acc = [a + x for a, x in zip(acc, v)]
+                proj = [a + x for a, x in zip(proj, t)]
             n = math.sqrt(sum(map(mul, acc, acc)))
             if n:
-                got = (tuple([x / n for x in acc]), tuple([x / n for x in proj]))
+                inv = 1.0 / n
+                got = (tuple([x * inv for x in acc]), tuple([x * inv for x in proj]))
         self._dense[w] = got
         return got
 
@@ -146,9 +146,11 @@ class TopicEstimator:
         ASCII text that shares all but its last word, those sums are kept and only the last
         word is added (split at a space, the n-grams and word vectors of the two parts are
         those of the whole: no token spans a space)."""
-        i = text.rfind(" ")
-        if i <= 0 or not text.isascii():
+        if not text.isascii():
             return self._finish(self._partial(text))
+        i = text.rfind(" ")
+        if i <= 0:
+            return self._finish(self._last(text))
         head = text[:i]
         hp = self._heads.get(head)
         if hp is None:
@@ -160,10 +162,14 @@ class TopicEstimator:
             if len(self._heads) > _HEADS:
                 self._heads.clear()
             hp = self._heads[head] = self._partial(head)
-        tail = text[i + 1:]
-        if self._tail[0] != tail:       # a keyed memory's two readings end the same way
+        return self._joined(hp, self._last(text[i + 1:]))
+
+    def _last(self, tail: str) -> _Sums:
+        """``_partial(tail)``, kept for the next call: a keyed memory's two readings (its key
+        and text, its text alone) end with the same words."""
+        if self._tail[0] != tail:
             self._tail = (tail, self._partial(tail))
-        return self._joined(hp, self._tail[1])
+        return self._tail[1]
 
     def _partial(self, text: str) -> _Sums:
         """The unnormalized sums of one text (see ``_Sums``)."""
