@@ -98,7 +98,13 @@ def _collector_paused():
     counting) while its caches grow by many more, and each of the collector's full passes
     walks that whole growing heap: 12% of the CPU of a 10,000-memory audit (3.09 against 2.72
     CPU s), for the 29 objects in reference cycles it found there. Nothing a walk finds
-    depends on it; another thread's garbage waits until the walk ends."""
+    depends on it; another thread's garbage waits until the walk ends.
+
+    What the walk keeps is then handed to the oldest generation in one step (``gc.freeze``
+    and ``gc.unfreeze`` move lists, they look at no object), as a pass over it would have:
+    otherwise the first collection after the pause looks at every object the walk allocated
+    (0.15 CPU s after a 10,000-memory walk) to find almost none unreachable. Not done when
+    the process froze objects itself (``gc.unfreeze`` would thaw them too)."""
     paused = gc.isenabled()
     if paused:
         gc.disable()
@@ -106,6 +112,9 @@ def _collector_paused():
         yield
     finally:
         if paused:
+            if not gc.get_freeze_count():
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 
