@@ -205,3 +205,16 @@ def test_the_cyclic_collector_is_paused_during_the_walk_and_restored(tmp_path, m
         (gc.enable if was else gc.disable)()
     assert seen and not any(seen)
     assert gc.get_freeze_count() == frozen
+
+
+def test_a_small_walk_leaves_the_collector_generations_alone(tmp_path, monkeypatch):
+    """Only a walk that left many young objects hands them to the oldest generation at once
+    (gc.freeze + unfreeze); a small one, as a daemon's tick, does not."""
+    import gc
+    store = _user_store(tmp_path / "bot.db", 40)
+    audit(str(store), None, as_of=AS_OF, overlay_path=str(tmp_path / "warm.db")).close()   # models loaded
+    frozen = []
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(gc.get_count()))
+    monkeypatch.setattr(gc, "unfreeze", lambda: None)
+    audit(str(store), None, as_of=AS_OF, overlay_path=str(tmp_path / "o.db")).close()
+    assert frozen == []
