@@ -179,3 +179,42 @@ def test_the_same_memory_of_many_users_is_extracted_once(tmp_path, monkeypatch):
     result.close()
     # four distinct texts, and one more reading of the text that names its user
     assert calls["read"] == 5
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_cyclic_collector_is_paused_during_the_walk_and_restored(tmp_path, monkeypatch, enabled):
+    """Blocks are walked with Python's cyclic collector paused (blocks._collector_paused): it
+    is off while the detector compares, as it was before once the audit is done, and objects
+    the process froze itself stay frozen."""
+    import gc
+    store = _user_store(tmp_path / "bot.db", 60)
+    seen: list[bool] = []
+    compare = Detector.compare
+
+    def watched(self, *args, **kwargs):
+        seen.append(gc.isenabled())
+        return compare(self, *args, **kwargs)
+    monkeypatch.setattr(Detector, "compare", watched)
+    frozen = gc.get_freeze_count()
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        audit(str(store), None, as_of=AS_OF, overlay_path=str(tmp_path / "o.db")).close()
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert seen and not any(seen)
+    assert gc.get_freeze_count() == frozen
+
+
+def test_a_small_walk_leaves_the_collector_generations_alone(tmp_path, monkeypatch):
+    """Only a walk that left many young objects hands them to the oldest generation at once
+    (gc.freeze + unfreeze); a small one, as a daemon's tick, does not."""
+    import gc
+    store = _user_store(tmp_path / "bot.db", 40)
+    audit(str(store), None, as_of=AS_OF, overlay_path=str(tmp_path / "warm.db")).close()   # models loaded
+    frozen = []
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(gc.get_count()))
+    monkeypatch.setattr(gc, "unfreeze", lambda: None)
+    audit(str(store), None, as_of=AS_OF, overlay_path=str(tmp_path / "o.db")).close()
+    assert frozen == []

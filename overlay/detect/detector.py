@@ -128,6 +128,7 @@ class Detector:
         self._texts: dict[str, Reading] = {}     # text -> its reading for no subject in particular
         # (newer text, older text, older key) -> the pair model's probability (rules mode)
         self._pair_scores: dict[tuple[str, str, str | None, bool], float | None] = {}
+        self._wide_of: tuple[FactView | None, bool] = (None, False)
 
     # ------------------------------------------------------------ public API
     def compare(self, newer: FactView, olders: Iterable[FactView],
@@ -209,7 +210,12 @@ class Detector:
         of topics (Learned.wants_of): only when the rules read no slot in it. Where they
         read one ("new e-mail is ..."), what it is about is known, and a second guess of the
         topic model (employer) would only meet facts it has nothing to do with."""
-        return not self.read(fact).slots
+        last = self._wide_of
+        if last[0] is fact:         # compare() asks once per older fact about the same newer one
+            return last[1]
+        wide = not self.read(fact).slots
+        self._wide_of = (fact, wide)
+        return wide
 
     def confirms(self, newer: FactView, older: FactView) -> bool:
         """True when ``newer`` restates ``older`` (same slot value, or same key and value)."""
@@ -573,10 +579,12 @@ class Detector:
                                                 sim[0], feats, names))
         return feats
 
-    def _pair_probability(self, new: FactView, old: FactView, v: _Verdict, sim, mode: str) -> float | None:
-        """The pair model's probability, or None when its gate turns the pair away."""
-        if sim is None and not self.learned.may_relate(self._capped(new.text), self._capped(old.text),
-                                                       self._own_key(old), self._looks_wide(new)):
+    def _pair_probability(self, new: FactView, old: FactView, v: _Verdict, sim, mode: str,
+                          gate: tuple[str, str, str | None, bool] | None = None) -> float | None:
+        """The pair model's probability, or None when its gate turns the pair away. ``gate``:
+        the (newer text, older text, older key, wide) the rules-mode gate reads, if known."""
+        if sim is None and not self.learned.may_relate(*(gate or (
+                self._capped(new.text), self._capped(old.text), self._own_key(old), self._looks_wide(new)))):
             return None                 # the gate would say no: no features built
         feats = self._features(new, old, v, sim)
         if not self.learned.related(feats):
@@ -592,7 +600,7 @@ class Detector:
             ck = (self._capped(new.text), self._capped(old.text), self._own_key(old), self._looks_wide(new))
             p = self._pair_scores.get(ck, _UNSCORED)
             if p is _UNSCORED:
-                p = self._pair_probability(new, old, v, sim, mode)
+                p = self._pair_probability(new, old, v, sim, mode, ck)
                 if len(self._pair_scores) >= self._cache_size:
                     self._pair_scores.clear()
                 self._pair_scores[ck] = p

@@ -34,9 +34,10 @@ import tomllib
 import zlib
 from dataclasses import dataclass
 from importlib import resources
-from operator import mul
+from operator import itemgetter, mul
 from pathlib import Path
 
+from memwatch_overlay.overlay.detect.topic_estimate import MARGIN, TopicEstimator, certain
 from memwatch_overlay.overlay.detect.wordvec import WordVectors, load_word_vectors
 
 _WORD = re.compile(r"[@\w][\w@.+'-]*")
@@ -54,6 +55,7 @@ WANT_K = 4           # the newer text of a pair looks wider: any of its four lik
 WANT_MIN = 0.1       # ... at least this likely may meet one the older text offers (tops)
 SIM_GATE = 0.3       # ... or, in the embeddings mode, when the texts are at least this similar
 DENSE_SCALE = 1.0    # weight of a text's static word vector among the topic model's features
+TOPIC_CACHE = 32768  # texts whose topics are kept (a block of 10,000 keyed memories reads 20,000)
 CUES = ("change", "ending", "start", "hedge", "question", "other_person", "past_habit",
         "temporary", "addition", "still", "negation")
 
@@ -237,21 +239,42 @@ class Learned:
                        for k, v in cues.items()}
         self._info: dict[str, TextInfo] = {}
         self._topic_cache: dict[str, tuple[tuple[float, ...], str, frozenset[str], frozenset[str]]] = {}
+        self._sets: dict[tuple[int, ...], frozenset[str]] = {}
+        self._ending: dict[str, bool] = {}
+        self.estimator = TopicEstimator(self.topics)
+        # the probabilities of the multi- and single-valued topics, picked out of a distribution
+        self._multi_of = _picker(sorted(self.multi))
+        self._single_of = _picker(sorted(self.single))
 
     def _topics(self, text: str) -> tuple[tuple[float, ...], str, frozenset[str], frozenset[str]]:
         """(distribution, top topic, likeliest topics, wanted topics) of a text: all the
         candidate index needs (``topics_of``, ``wants_of``); the rest of ``info`` is read only
-        for texts that meet in a pair."""
+        for texts that meet in a pair.
+
+        The distribution is the cheap estimate (topic_estimate.py, equal to the reference
+        ``TopicModel.probs`` up to rounding); the topics are the reference's own: decided on
+        the estimate where it is ``certain``, on the reference where it is not."""
         got = self._topic_cache.get(text)
         if got is None:
-            if len(self._topic_cache) > 16384:
+            if len(self._topic_cache) > TOPIC_CACHE:
                 self._topic_cache.clear()
-            p = self.topics.probs(text)
-            order = sorted(range(len(p)), key=lambda i: -p[i])
+            p = self.estimator.probs(text)
+            # likeliest first; ties keep class order, as sorted(key=lambda i: -p[i]) leaves them
+            order = sorted(range(len(p)), key=p.__getitem__, reverse=True)
+            if not certain(p, order, ((TOP_K, TOPIC_MIN), (WANT_K, WANT_MIN))):
+                p = self.topics.probs(text)
+                order = sorted(range(len(p)), key=p.__getitem__, reverse=True)
             top = self.topics.classes[order[0]]
-            tops = frozenset(self.topics.classes[i] for i in order[:TOP_K] if p[i] >= TOPIC_MIN) - {"other"}
-            wants = frozenset(self.topics.classes[i] for i in order[:WANT_K] if p[i] >= WANT_MIN) - {"other"}
+            tops = self._named(tuple(i for i in order[:TOP_K] if p[i] >= TOPIC_MIN))
+            wants = self._named(tuple(i for i in order[:WANT_K] if p[i] >= WANT_MIN))
             got = self._topic_cache[text] = (p, top, tops, wants)
+        return got
+
+    def _named(self, idx: tuple[int, ...]) -> frozenset[str]:
+        """The topics of these class indexes, "other" left out (one set object per distinct set)."""
+        got = self._sets.get(idx)
+        if got is None:
+            got = self._sets[idx] = frozenset(self.topics.classes[i] for i in idx) - {"other"}
         return got
 
     def info(self, text: str) -> TextInfo:
@@ -259,7 +282,8 @@ class Learned:
         if ti is None:
             if len(self._info) > 4096:     # an entry holds its words' vectors (~2 KB each)
                 self._info.clear()
-            p, top, tops, wants = self._topics(text)
+            _, top, tops, wants = self._topics(text)
+            p = self.topics.probs(text)          # the pair features read the reference
             cues = frozenset(k for k, rx in self.cue_rx.items() if rx.search(text))
             ws = tokens(text)
             content = frozenset(_stem(w) for w in ws if w not in _STOP and len(w) > 2)
@@ -317,15 +341,38 @@ class Learned:
         """``related(features(...))`` of a rules-mode pair (no similarity, no embeddings),
         without building the features: most pairs a block meets fail the gate, and the
         features cost a pass over every topic. Keep it in step with ``related``
-        (tests/test_learned.py compares the two on many pairs)."""
-        n = self.info(new_text)
-        o = self.info(self.old_text(old_text, old_key))
-        if not (n.wants if wide else n.tops) & o.tops:
+        (tests/test_learned.py compares the two on many pairs).
+
+        Reads only what the candidate index read (``_topics``) and the newer text's ending
+        cue: a pair turned away reads nothing more of either text. The sums over the multi-
+        and single-valued topics are compared on the estimated distributions unless they come
+        within MARGIN of each other, and then on the reference ones."""
+        pn, _, n_tops, n_wants = self._topics(new_text)
+        old = self.old_text(old_text, old_key)
+        po, _, o_tops, _ = self._topics(old)
+        if not (n_wants if wide else n_tops) & o_tops:
             return False
-        if "ending" in n.cues:
+        if self._ends(new_text):
             return True
-        pairs_min = list(map(min, n.probs, o.probs))
-        return not sum(pairs_min[i] for i in self.multi) > sum(pairs_min[i] for i in self.single)
+        multi = sum(map(min, self._multi_of(pn), self._multi_of(po)))
+        single = sum(map(min, self._single_of(pn), self._single_of(po)))
+        if abs(multi - single) <= MARGIN:
+            pairs_min = list(map(min, self.topics.probs(new_text), self.topics.probs(old)))
+            multi, single = sum(pairs_min[i] for i in self.multi), sum(pairs_min[i] for i in self.single)
+        return not multi > single
+
+    def _ends(self, text: str) -> bool:
+        """``"ending" in info(text).cues``, without the rest of ``info``."""
+        ti = self._info.get(text)
+        if ti is not None:
+            return "ending" in ti.cues
+        got = self._ending.get(text)
+        if got is None:
+            if len(self._ending) > TOPIC_CACHE:
+                self._ending.clear()
+            rx = self.cue_rx.get("ending")
+            got = self._ending[text] = bool(rx is not None and rx.search(text))
+        return got
 
     def emb_probs(self, text: str, vector) -> tuple[float, ...] | None:
         """Topic distribution of an embedded text: softmax over its cosine to each prototype
@@ -433,6 +480,13 @@ class Learned:
 
     def threshold(self, mode: str) -> float:
         return float(self.modes[mode]["threshold"])
+
+
+def _picker(idx: list[int]):
+    """A function giving the items at ``idx`` of a sequence, as a tuple."""
+    if len(idx) == 1:
+        return lambda seq: (seq[idx[0]],)
+    return itemgetter(*idx) if idx else (lambda seq: ())
 
 
 def without_names(values: frozenset[str], names: frozenset[str]) -> frozenset[str]:

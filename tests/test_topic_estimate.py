@@ -1,0 +1,140 @@
+"""The candidate index's cheap topic estimate (overlay/detect/topic_estimate.py): within
+rounding of the reference probabilities, deciding only what the reference decides, and
+leaving the reference to the texts that meet in a pair."""
+from __future__ import annotations
+
+import pytest
+
+from memwatch_overlay.overlay.detect.learned import (TOP_K, TOPIC_MIN, WANT_K, WANT_MIN, TopicModel,
+                                                      load_learned)
+from memwatch_overlay.overlay.detect.topic_estimate import MARGIN, TopicEstimator, certain
+from memwatch_overlay.overlay.engine.audit import audit
+
+from test_detect_blocks import _write
+from test_learned import _case_texts
+from test_sync_contradictions import AS_OF
+
+KEYED = [("employer", "Works at Acme {}"), ("city", "Lives in City {}"), ("email", "mail{}@example.com"),
+         ("food", "Loves dish {}"), ("language", "Speaks language {}"), ("pet", "Has a dog named {}")]
+
+
+def _texts() -> list[str]:
+    out = [t for o, k, n in _case_texts() for t in (f"{k}: {o}", o, n)]
+    out += ["", "a", " ", "zzqx", "naïve café in Zürich", "x-ray of my left arm, 2024", "I'm   Bob", "...",
+            "'", "Note: moved to Leeds", "job title: Senior engineer at Grab", "trailing space "]
+    for i in range(60):                 # keyed memories read as the index reads them: key + text, then text
+        key, value = KEYED[i % len(KEYED)]
+        out += [f"{key}: {value.format(i)}", value.format(i)]
+    return out
+
+
+def _reference(topics: TopicModel, text: str) -> tuple[float, ...]:
+    return topics.probs.__wrapped__(topics, text)
+
+
+def _sets(learned, p):
+    order = sorted(range(len(p)), key=lambda i: -p[i])
+    classes = learned.topics.classes
+    return (classes[order[0]],
+            frozenset(classes[i] for i in order[:TOP_K] if p[i] >= TOPIC_MIN) - {"other"},
+            frozenset(classes[i] for i in order[:WANT_K] if p[i] >= WANT_MIN) - {"other"})
+
+
+def test_the_estimate_is_the_reference_up_to_rounding():
+    topics = load_learned().topics
+    est = TopicEstimator(topics)
+    texts = _texts()
+    worst = 0.0
+    for t in texts + texts:             # the second pass reads kept beginnings and word rows
+        a, b = est.probs(t), _reference(topics, t)
+        assert len(a) == len(b)
+        worst = max(worst, max(abs(x - y) for x, y in zip(a, b)))
+    assert worst < 1e-12                # MARGIN (1e-9) is a thousand times this bound
+    assert est._heads                   # shared beginnings were kept and joined
+
+
+def test_a_model_without_word_vectors_is_estimated_too():
+    import json
+    from memwatch_overlay.overlay.detect.learned import _rules_file
+    data = json.loads(_rules_file("topic_model.json").read_text(encoding="utf-8"))
+    topics = TopicModel({**data, "dense_dims": 0}, load_learned().wordvec)
+    est = TopicEstimator(topics)
+    for t in _texts():
+        assert max(abs(x - y) for x, y in zip(est.probs(t), _reference(topics, t))) < 1e-12
+
+
+def test_the_index_topics_are_the_reference_decisions():
+    m = load_learned()
+    for t in _texts():
+        _, top, tops, wants = m._topics(t)
+        assert (top, tops, wants) == _sets(m, _reference(m.topics, t)), t
+        assert m.topics_of(t) == tops and m.wants_of(t) == wants and m.wants_of(t, False) == tops
+
+
+@pytest.mark.parametrize("p, expected", [
+    ((0.6, 0.3, 0.05, 0.03, 0.02), True),
+    ((0.6, 0.25 + MARGIN / 2, 0.1, 0.03, 0.02), False),     # at a threshold
+    ((0.6, 0.2, 0.1 - MARGIN / 2, 0.06, 0.04), False),
+    ((0.45, 0.45, 0.05, 0.03, 0.02), False),                # the likeliest tie
+    ((0.5, 0.3, 0.15, 0.0250000001, 0.0249999999), True),   # a tie below the wanted threshold
+    ((0.4, 0.2, 0.2, 0.12, 0.08), True),                    # a tie across the 2nd, below its threshold
+    ((0.4, 0.15, 0.15, 0.15, 0.15), False),                 # a tie across the 4th where it holds
+])
+def test_certain_only_away_from_every_boundary(p, expected):
+    order = sorted(range(len(p)), key=lambda i: -p[i])
+    assert certain(p, order, ((TOP_K, TOPIC_MIN), (WANT_K, WANT_MIN))) is expected
+
+
+def test_an_uncertain_estimate_is_decided_on_the_reference(monkeypatch):
+    m = load_learned()
+    text = "my first payslip from Grab today, zz-uncertain"
+    ref = _reference(m.topics, text)
+    order = sorted(range(len(ref)), key=lambda i: -ref[i])
+    fake = list(ref)            # an estimate whose two likeliest topics tie: not certain
+    fake[order[1]] = fake[order[0]]
+    monkeypatch.setattr(m.estimator, "probs", lambda t: tuple(fake) if t == text else ref)
+    m._topic_cache.pop(text, None)
+    try:
+        p, top, tops, wants = m._topics(text)
+        assert p == ref and (top, tops, wants) == _sets(m, ref)
+    finally:
+        m._topic_cache.pop(text, None)
+
+
+def test_the_reference_is_read_only_for_texts_that_pass_the_gate(tmp_path, monkeypatch):
+    """An audit indexes every text by the estimate; the reference probabilities are computed
+    for the texts whose pairs the gate lets through (the pair features read them), not for
+    every text the index reads."""
+    rows = []
+    for i in range(300):
+        key, value = KEYED[i % len(KEYED)]
+        rows.append(("u1", "general", key, value.format(i), f"2026-{1 + i % 9:02d}-{1 + i % 27:02d} 10:00:00"))
+    rows += [("u1", "general", None, t, "2026-10-01 10:00:00") for t in
+             ("Settling into Bristol, the new flat has no signal", "First week at Canva done, exhausted")]
+    store = _write(tmp_path / "bot.db", rows)
+    m = load_learned()
+    m._topic_cache.clear()
+    m._info.clear()
+    reference, indexed, gated = set(), set(), set()
+    probs, topics, features = TopicModel.probs, type(m)._topics, type(m).features
+
+    def counted_probs(self, text):
+        reference.add(text)
+        return probs.__wrapped__(self, text)
+
+    def counted_topics(self, text):
+        indexed.add(text)
+        return topics(self, text)
+
+    def counted_features(self, new_text, old_text, old_key, *a, **k):
+        gated.update((new_text, self.old_text(old_text, old_key)))
+        return features(self, new_text, old_text, old_key, *a, **k)
+    monkeypatch.setattr(TopicModel, "probs", counted_probs)
+    monkeypatch.setattr(type(m), "_topics", counted_topics)
+    monkeypatch.setattr(type(m), "features", counted_features)
+    result = audit(str(store), None, as_of=AS_OF, overlay_path=str(tmp_path / "o.db"))
+    assert result.summary["total"] == 302
+    result.close()
+    assert len(indexed) >= 600                  # both readings of every keyed memory
+    assert gated and reference <= gated
+    assert len(reference) < len(indexed) / 10
