@@ -256,21 +256,26 @@ T_MORE: dict[str, list[str]] = {
         "dinner at a new restaurant", "lunch with {NAME} was nice", "coffee with {NAME} later",
         "had drinks with {NAME} after work", "saw {NAME} at the market", "called my {REL} for an hour",
         "met {NAME} for brunch", "ran into an old classmate", "a quiet Sunday at home",
-        # other people's news (not the user's state)
-        "{NAME} got a new job at {CO}", "{NAME} is moving to {CITY}", "my {REL} got engaged",
-        "{NAME} had a baby", "my {REL} adopted a {ANIMAL}", "{NAME} quit {CO}",
-        "{NAME} started learning {LANG}", "my {REL} sold their car", "{NAME} went vegan",
-        "my colleague {NAME} is leaving {CO}", "{NAME}'s {ANIMAL} ran away", "{NAME} broke up with her boyfriend",
-        "my {REL} lives in {CITY} now", "{NAME} just got promoted", "{NAME} bought {CAR}",
-        # wishes and maybes
-        "maybe one day I'll live in {CITY}", "I wonder what working at {CO} is like",
-        "would be fun to try {SPORT}", "someday I want a {ANIMAL}", "thinking about {HOBBY}, not sure",
-        "what if I learned {LANG}?", "might get {CAR} eventually, who knows",
-        # other languages, small talk
-        "hola, ¿qué tal?", "hace mucho calor hoy", "guten Morgen", "es regnet schon wieder",
-        "halo, apa kabar", "hujan terus hari ini", "bonjour à tous", "bom dia",
     ],
 }
+# other people's news (not the user's state): in the "no slot" class too
+OTHER_PEOPLE = [
+    "{NAME} got a new job at {CO}", "{NAME} is moving to {CITY}", "my {REL} got engaged",
+    "{NAME} had a baby", "my {REL} adopted a {ANIMAL}", "{NAME} quit {CO}",
+    "{NAME} started learning {LANG}", "my {REL} sold their car", "{NAME} went vegan",
+    "my colleague {NAME} is leaving {CO}", "{NAME}'s {ANIMAL} ran away", "{NAME} broke up with her boyfriend",
+    "my {REL} lives in {CITY} now", "{NAME} just got promoted", "{NAME} bought {CAR}",
+]
+T_MORE["other"] += [
+    # wishes and maybes
+    "maybe one day I'll live in {CITY}", "I wonder what working at {CO} is like",
+    "would be fun to try {SPORT}", "someday I want a {ANIMAL}", "thinking about {HOBBY}, not sure",
+    "what if I learned {LANG}?", "might get {CAR} eventually, who knows",
+    # other languages, small talk
+    "hola, ¿qué tal?", "hace mucho calor hoy", "guten Morgen", "es regnet schon wieder",
+    "halo, apa kabar", "hujan terus hari ini", "bonjour à tous", "bom dia",
+]
+T_MORE["other"] += OTHER_PEOPLE
 
 # Chat openers and tails a message may come wrapped in; every class gets them alike.
 OPENERS = ["", "", "", "so ", "ok so ", "btw ", "guess what, ", "update: ", "fun fact: ", "hey, ",

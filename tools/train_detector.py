@@ -447,23 +447,38 @@ def main(argv=None) -> int:
                     help="how many fills of each template are also seen inside a chat opener and tail")
     ap.add_argument("--curve", default=None,
                     help="comma-separated inner-CV precision targets: print the CV P/R at each (trade-off curve)")
+    ap.add_argument("--topic-C", type=float, default=TOPIC_C, help="inverse L2 strength of the topic model")
+    ap.add_argument("--balanced-topics", action="store_true",
+                    help="weigh every slot the same in the topic model's fit, however many templates it has")
+    ap.add_argument("--gate", default=None,
+                    help="TOP_K,TOPIC_MIN,WANT_K,WANT_MIN written into the topic model (learned.py's gate: "
+                         "the topics an older fact offers, and those a newer one looks for); default: learned.py's")
     ap.add_argument("--static-topics", action="store_true",
                     help="static word vectors as topic-model features too: sharper topics, but texts such as "
                          "'Note 3 on employment' then take a topic and meet more facts in the block index")
     a = ap.parse_args(argv)
     globals()["STATIC_TOPICS"] = a.static_topics
     slot_corpus.use_casual(not a.base_corpus)
+    globals().update(TOPIC_C=a.topic_C, TOPIC_BALANCED=a.balanced_topics)
 
     cases = {p: load_cases(p) for p in a.cases}
     reused = a.reuse_topics and TOPIC_FILE.exists()
+    if reused and a.gate:
+        ap.error("--gate is written into the topic model: it cannot be combined with --reuse-topics")
     if reused:
         topic = json.loads(TOPIC_FILE.read_text())
         acc = topic["cv_accuracy_by_template"]
     else:
         topic, acc = train_topics(casual=a.casual_fills)
-    print(f"topic model: {topic['trained_on']}; accuracy {acc:.3f} (5-fold CV grouped by template)")
+    if a.gate:
+        k, m, wk, wm = a.gate.split(",")
+        topic["gate"] = {"top_k": int(k), "topic_min": float(m), "want_k": int(wk), "want_min": float(wm)}
+    print(f"topic model: {topic['trained_on']}; accuracy {acc:.3f} (5-fold CV grouped by template)"
+          + (f"; gate {topic['gate']}" if "gate" in topic else ""))
     skip = frozenset() if a.keep_near_copies else frozenset(near_copies(cases))
     topic_cv = train_topics(exclude=skip, casual=a.casual_fills, cv=False)[0] if skip else topic
+    if "gate" in topic:
+        topic_cv["gate"] = topic["gate"]
     print(f"cross-validation uses a topic model without the {len(skip)} corpus templates that "
           f"near-copy a text of the cases files")
     embedder = protos = protos_cv = cue_protos = cue_protos_cv = None

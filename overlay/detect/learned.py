@@ -52,6 +52,7 @@ TOP_K = 2            # a pair is related when the two likeliest topics of each t
 TOPIC_MIN = 0.25     # ... counting only topics at least this likely
 WANT_K = 4           # the newer text of a pair looks wider: any of its four likeliest topics
 WANT_MIN = 0.1       # ... at least this likely may meet one the older text offers (tops)
+# (a topic model may carry its own four values, fitted with it: its "gate" entry, train_detector)
 SIM_GATE = 0.3       # ... or, in the embeddings mode, when the texts are at least this similar
 DENSE_SCALE = 1.0    # weight of a text's static word vector among the topic model's features
 CUES = ("change", "ending", "start", "hedge", "question", "other_person", "past_habit",
@@ -223,6 +224,9 @@ class Learned:
                  prototypes: dict | None = None, wordvec: WordVectors | None = None):
         self.wordvec = wordvec
         self.topics = TopicModel(topic, wordvec)
+        gate = topic.get("gate", {})
+        self.top_k, self.topic_min = int(gate.get("top_k", TOP_K)), float(gate.get("topic_min", TOPIC_MIN))
+        self.want_k, self.want_min = int(gate.get("want_k", WANT_K)), float(gate.get("want_min", WANT_MIN))
         # embeddings mode: one mean sentence vector per topic (same order as the topic model)
         self.prototypes = prototypes
         # embeddings mode: example vectors of how a text speaks of a state (semantic_features.py)
@@ -249,8 +253,10 @@ class Learned:
             p = self.topics.probs(text)
             order = sorted(range(len(p)), key=lambda i: -p[i])
             top = self.topics.classes[order[0]]
-            tops = frozenset(self.topics.classes[i] for i in order[:TOP_K] if p[i] >= TOPIC_MIN) - {"other"}
-            wants = frozenset(self.topics.classes[i] for i in order[:WANT_K] if p[i] >= WANT_MIN) - {"other"}
+            tops = frozenset(self.topics.classes[i] for i in order[:self.top_k]
+                             if p[i] >= self.topic_min) - {"other"}
+            wants = frozenset(self.topics.classes[i] for i in order[:self.want_k]
+                              if p[i] >= self.want_min) - {"other"}
             got = self._topic_cache[text] = (p, top, tops, wants)
         return got
 
