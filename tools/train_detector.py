@@ -453,6 +453,8 @@ def main(argv=None) -> int:
     ap.add_argument("--gate", default=None,
                     help="TOP_K,TOPIC_MIN,WANT_K,WANT_MIN written into the topic model (learned.py's gate: "
                          "the topics an older fact offers, and those a newer one looks for); default: learned.py's")
+    ap.add_argument("--casual-prototypes", action="store_true",
+                    help="--embeddings: build the topic prototypes from the casual block of the corpus too")
     ap.add_argument("--static-topics", action="store_true",
                     help="static word vectors as topic-model features too: sharper topics, but texts such as "
                          "'Note 3 on employment' then take a topic and meet more facts in the block index")
@@ -489,8 +491,13 @@ def main(argv=None) -> int:
         embedder = Embedder()
         if a.vector_file:
             _load_vectors(embedder, Path(a.vector_file))
-        protos = build_prototypes(topic, embedder)
-        protos_cv = build_prototypes(topic, embedder, exclude=skip) if skip else protos
+        # the topic prototypes are the means of the memory-style corpus: the casual block's chat
+        # sentences (and its large "no slot" class) blur them (--casual-prototypes keeps them)
+        import casual_corpus
+        casual = frozenset() if a.casual_prototypes else frozenset(
+            t for ts in casual_corpus.T_MORE.values() for t in ts)
+        protos = build_prototypes(topic, embedder, exclude=casual)
+        protos_cv = build_prototypes(topic, embedder, exclude=skip | casual)
         if not a.keep_near_copies:
             cue_skip = frozenset(near_copy_sentences(cases, cue_sentences()))
             print(f"... and without the {len(cue_skip)} sentences of tools/cue_corpus.py that near-copy one")
