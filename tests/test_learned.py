@@ -246,3 +246,40 @@ def test_pair_feature_sums_are_the_plain_generator_sums():
                 assert f["w_near"] == near
                 checked += 1
     assert checked > 100
+
+
+CONTENT_FREE = ["Note 4 on the quarterly numbers",       # notes naming a subject but stating nothing
+                "note 9: location", "what a week, finally Friday", "so sleepy this afternoon",
+                "must remember to descale the kettle", "cloudy again, as forecast", "hey, how's it going",
+                "can you turn this into a bullet list?"]
+
+
+def test_content_free_texts_take_no_topic():
+    """The topic model's "no slot" class (tools/casual_corpus.py): small talk, notes, chores and
+    questions to the assistant offer no topic to newer facts, and as newer facts look for hardly
+    any, so in the block walk they meet few older facts through the learned layer (the model
+    before the class: 4 of these 8 offered a topic, 14 topics wanted among them)."""
+    m, det = load_learned(), Detector()
+    for text in CONTENT_FREE:
+        assert m.topics_of(text) == frozenset(), (text, m.topics.top(text))
+        assert det.learned_terms(fact("n", text))[0] == set()
+    assert sum(len(m.wants_of(text, True)) for text in CONTENT_FREE) <= 2
+
+
+def test_a_topic_models_gate_values_travel_with_it():
+    """A topic model may carry its own gate (train_detector --gate): top_k, topic_min, want_k,
+    want_min; without one, learned.py's defaults hold."""
+    from memwatch_overlay.overlay.detect import learned as L
+    shipped = load_learned()
+    assert (shipped.top_k, shipped.topic_min, shipped.want_k, shipped.want_min) == (
+        L.TOP_K, L.TOPIC_MIN, L.WANT_K, L.WANT_MIN) or "gate" in json.loads(
+        (ROOT / "rules" / "topic_model.json").read_text())
+    topic = json.loads((ROOT / "rules" / "topic_model.json").read_text())
+    text = "the commute from Oakland is killing me"
+    wide = L.Learned(dict(topic, gate={"top_k": 3, "topic_min": 0.0, "want_k": 6, "want_min": 0.0}),
+                     {"modes": {}}, *L.load_cues())
+    narrow = L.Learned(dict(topic, gate={"top_k": 1, "topic_min": 0.0, "want_k": 1, "want_min": 0.0}),
+                       {"modes": {}}, *L.load_cues())
+    assert len(narrow.topics_of(text)) <= 1 and len(narrow.wants_of(text)) <= 1
+    assert len(wide.topics_of(text) | {"other"}) >= 3 and len(wide.wants_of(text) | {"other"}) >= 6
+    assert narrow.topics_of(text) <= wide.topics_of(text)

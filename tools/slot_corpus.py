@@ -547,6 +547,36 @@ MORE: dict[str, list[str]] = {
 for _k, _v in MORE.items():
     T.setdefault(_k, []).extend(_v)
 
+BASE_T = {k: list(v) for k, v in T.items()}
+BASE_FILL = {k: list(v) for k, v in FILL.items()}
+casual_variant = None   # set by use_casual: wraps a sentence in a chat opener and tail
+
+
+def use_casual(on: bool = True) -> None:
+    """Add (or, ``on=False``, leave out) the casual block of tools/casual_corpus.py: implicit
+    phrasings per slot, a large "no slot" class and chat wrappers for every class. T and FILL
+    are changed in place (train_detector reads them at fit time)."""
+    import casual_corpus
+    global casual_variant
+    T.clear()
+    FILL.clear()
+    for k, v in BASE_T.items():
+        T[k] = list(v)
+    for k, v in BASE_FILL.items():
+        FILL[k] = list(v)
+    casual_variant = None
+    if on:
+        for k, v in casual_corpus.T_MORE.items():
+            T.setdefault(k, []).extend(t for t in v if t not in T[k])
+        for k, v in casual_corpus.FILL_MORE.items():
+            FILL[k].extend(x for x in v if x not in FILL[k])
+        for k, v in casual_corpus.FILL_NEW.items():
+            FILL[k] = list(v)
+        casual_variant = casual_corpus.casual_variant
+
+
+use_casual(True)
+
 
 def sentences(seed: int = 7, per_template: int = 4) -> list[tuple[str, str]]:
     """Every template filled ``per_template`` times (distinct fills), as ``(text, slot)``."""

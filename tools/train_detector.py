@@ -83,6 +83,8 @@ def near_copies(cases_by_file: dict[str, list[dict]]) -> set[str]:
 
 
 STATIC_TOPICS = False   # --static-topics: the text's static word vector is a topic-model feature
+TOPIC_C = 8.0           # --topic-C: inverse L2 strength of the topic model
+TOPIC_BALANCED = False  # --balanced-topics: every slot weighs the same in the fit, however many templates it has
 
 
 def train_topics(seed: int = 7, prune: float = 0.02, static: bool | None = None,
@@ -113,12 +115,13 @@ def train_topics(seed: int = 7, prune: float = 0.02, static: bool | None = None,
                 groups.append(tid)
     X = _matrix(rows, BUCKETS + dims)
     y = np.array(labels)
+    cw = "balanced" if TOPIC_BALANCED else None
     hits = 0
     for tr, te in (GroupKFold(5).split(X, y, groups) if cv else ()):
-        m = LogisticRegression(C=8.0, max_iter=300).fit(X[tr], y[tr])
+        m = LogisticRegression(C=TOPIC_C, max_iter=300, class_weight=cw).fit(X[tr], y[tr])
         hits += int((m.predict(X[te]) == y[te]).sum())
     acc = hits / len(y) if cv else float("nan")
-    m = LogisticRegression(C=8.0, max_iter=400).fit(X, y)
+    m = LogisticRegression(C=TOPIC_C, max_iter=400, class_weight=cw).fit(X, y)
     classes = [str(c) for c in m.classes_]
     weights: dict[str, list] = {}
     W = m.coef_
@@ -438,22 +441,46 @@ def main(argv=None) -> int:
     ap.add_argument("--reuse-topics", action="store_true", help="keep rules/topic_model.json as it is")
     ap.add_argument("--keep-near-copies", action="store_true",
                     help="cross-validate with the full topic model (see near_copies: optimistic)")
+    ap.add_argument("--base-corpus", action="store_true",
+                    help="fit the topic model without the casual block of tools/casual_corpus.py (a baseline)")
+    ap.add_argument("--casual-fills", type=int, default=0,
+                    help="how many fills of each template are also seen inside a chat opener and tail")
+    ap.add_argument("--curve", default=None,
+                    help="comma-separated inner-CV precision targets: print the CV P/R at each (trade-off curve)")
+    ap.add_argument("--topic-C", type=float, default=TOPIC_C, help="inverse L2 strength of the topic model")
+    ap.add_argument("--balanced-topics", action="store_true",
+                    help="weigh every slot the same in the topic model's fit, however many templates it has")
+    ap.add_argument("--gate", default=None,
+                    help="TOP_K,TOPIC_MIN,WANT_K,WANT_MIN written into the topic model (learned.py's gate: "
+                         "the topics an older fact offers, and those a newer one looks for); default: learned.py's")
+    ap.add_argument("--casual-prototypes", action="store_true",
+                    help="--embeddings: build the topic prototypes from the casual block of the corpus too")
     ap.add_argument("--static-topics", action="store_true",
                     help="static word vectors as topic-model features too: sharper topics, but texts such as "
                          "'Note 3 on employment' then take a topic and meet more facts in the block index")
     a = ap.parse_args(argv)
     globals()["STATIC_TOPICS"] = a.static_topics
+    slot_corpus.use_casual(not a.base_corpus)
+    globals().update(TOPIC_C=a.topic_C, TOPIC_BALANCED=a.balanced_topics)
 
     cases = {p: load_cases(p) for p in a.cases}
     reused = a.reuse_topics and TOPIC_FILE.exists()
+    if reused and a.gate:
+        ap.error("--gate is written into the topic model: it cannot be combined with --reuse-topics")
     if reused:
         topic = json.loads(TOPIC_FILE.read_text())
         acc = topic["cv_accuracy_by_template"]
     else:
-        topic, acc = train_topics()
-    print(f"topic model: {topic['trained_on']}; accuracy {acc:.3f} (5-fold CV grouped by template)")
+        topic, acc = train_topics(casual=a.casual_fills)
+    if a.gate:
+        k, m, wk, wm = a.gate.split(",")
+        topic["gate"] = {"top_k": int(k), "topic_min": float(m), "want_k": int(wk), "want_min": float(wm)}
+    print(f"topic model: {topic['trained_on']}; accuracy {acc:.3f} (5-fold CV grouped by template)"
+          + (f"; gate {topic['gate']}" if "gate" in topic else ""))
     skip = frozenset() if a.keep_near_copies else frozenset(near_copies(cases))
-    topic_cv = train_topics(exclude=skip, cv=False)[0] if skip else topic
+    topic_cv = train_topics(exclude=skip, casual=a.casual_fills, cv=False)[0] if skip else topic
+    if "gate" in topic:
+        topic_cv["gate"] = topic["gate"]
     print(f"cross-validation uses a topic model without the {len(skip)} corpus templates that "
           f"near-copy a text of the cases files")
     embedder = protos = protos_cv = cue_protos = cue_protos_cv = None
@@ -464,8 +491,13 @@ def main(argv=None) -> int:
         embedder = Embedder()
         if a.vector_file:
             _load_vectors(embedder, Path(a.vector_file))
-        protos = build_prototypes(topic, embedder)
-        protos_cv = build_prototypes(topic, embedder, exclude=skip) if skip else protos
+        # the topic prototypes are the means of the memory-style corpus: the casual block's chat
+        # sentences (and its large "no slot" class) blur them (--casual-prototypes keeps them)
+        import casual_corpus
+        casual = frozenset() if a.casual_prototypes else frozenset(
+            t for ts in casual_corpus.T_MORE.values() for t in ts)
+        protos = build_prototypes(topic, embedder, exclude=casual)
+        protos_cv = build_prototypes(topic, embedder, exclude=skip | casual)
         if not a.keep_near_copies:
             cue_skip = frozenset(near_copy_sentences(cases, cue_sentences()))
             print(f"... and without the {len(cue_skip)} sentences of tools/cue_corpus.py that near-copy one")
@@ -497,6 +529,11 @@ def main(argv=None) -> int:
         _save_vectors(embedder, Path(a.vector_file))
     print(f"{len(own)} own labelled pairs (tests/contradiction_cases.py"
           + (", tools/cue_corpus.py" if shifts else "") + ") added to every training fold")
+    for mp in ([float(x) for x in a.curve.split(",")] if a.curve else []):
+        c_oof, c_ths = cross_validate(ex, a.folds, a.C, mp, own,
+                                      picker=_pick_threshold_counted if a.embeddings else None)
+        print(f"curve --min-precision {mp}: thresholds {c_ths}")
+        rep[f"curve_{mp}"] = report(ex, c_oof, f"curve {mp:<5} OOF")
     oof, ths = cross_validate(ex, a.folds, a.C, a.min_precision, own,
                               picker=_pick_threshold_counted if a.embeddings else None)
     print(f"outer-fold thresholds (nested grouped CV): {ths}")

@@ -53,6 +53,7 @@ TOP_K = 2            # a pair is related when the two likeliest topics of each t
 TOPIC_MIN = 0.25     # ... counting only topics at least this likely
 WANT_K = 4           # the newer text of a pair looks wider: any of its four likeliest topics
 WANT_MIN = 0.1       # ... at least this likely may meet one the older text offers (tops)
+# (a topic model may carry its own four values, fitted with it: its "gate" entry, train_detector)
 SIM_GATE = 0.3       # ... or, in the embeddings mode, when the texts are at least this similar
 DENSE_SCALE = 1.0    # weight of a text's static word vector among the topic model's features
 TOPIC_CACHE = 32768  # texts whose topics are kept (a block of 10,000 keyed memories reads 20,000)
@@ -225,6 +226,9 @@ class Learned:
                  prototypes: dict | None = None, wordvec: WordVectors | None = None):
         self.wordvec = wordvec
         self.topics = TopicModel(topic, wordvec)
+        gate = topic.get("gate", {})
+        self.top_k, self.topic_min = int(gate.get("top_k", TOP_K)), float(gate.get("topic_min", TOPIC_MIN))
+        self.want_k, self.want_min = int(gate.get("want_k", WANT_K)), float(gate.get("want_min", WANT_MIN))
         # embeddings mode: one mean sentence vector per topic (same order as the topic model)
         self.prototypes = prototypes
         # embeddings mode: example vectors of how a text speaks of a state (semantic_features.py)
@@ -261,12 +265,12 @@ class Learned:
             p = self.estimator.probs(text)
             # likeliest first; ties keep class order, as sorted(key=lambda i: -p[i]) leaves them
             order = sorted(range(len(p)), key=p.__getitem__, reverse=True)
-            if not certain(p, order, ((TOP_K, TOPIC_MIN), (WANT_K, WANT_MIN))):
+            if not certain(p, order, ((self.top_k, self.topic_min), (self.want_k, self.want_min))):
                 p = self.topics.probs(text)
                 order = sorted(range(len(p)), key=p.__getitem__, reverse=True)
             top = self.topics.classes[order[0]]
-            tops = self._named(tuple(i for i in order[:TOP_K] if p[i] >= TOPIC_MIN))
-            wants = self._named(tuple(i for i in order[:WANT_K] if p[i] >= WANT_MIN))
+            tops = self._named(tuple(i for i in order[:self.top_k] if p[i] >= self.topic_min))
+            wants = self._named(tuple(i for i in order[:self.want_k] if p[i] >= self.want_min))
             got = self._topic_cache[text] = (p, top, tops, wants)
         return got
 
