@@ -38,6 +38,75 @@ _TOKEN = r"[\w][\w&'.@+-]*"
 _FLAGS = re.IGNORECASE | re.UNICODE
 
 
+class LazyPattern:
+    """A regex compiled the first time it is used (``search``, ``finditer`` ...).
+
+    The shipped pack holds ~450 regexes and a text reaches few of them (the prefilter
+    rules the rest out), so compiling them all up front cost most of building a detector.
+    ``pattern`` and ``flags`` are there without compiling (the prefilter reads only those).
+    After the first call the compiled regex's own methods are bound on the instance, so a
+    lazy pattern then costs what a compiled one does. ``compiled`` counts compilations
+    (the tests read it).
+    """
+
+    compiled = 0
+    _METHODS = ("search", "match", "fullmatch", "finditer", "findall", "sub", "subn", "split")
+
+    def __init__(self, pattern: str, flags: int, literal_source: str | None = None):
+        self.pattern, self.flags = pattern, flags
+        # the same regex with the value placeholders' stop-word look-aheads left empty: it
+        # has the same required literals (see required_literals) and is far shorter to parse
+        self.literal_source = literal_source or pattern
+
+    def regex(self) -> re.Pattern:
+        """The compiled regex (compiled now if it was not yet)."""
+        rx = self.__dict__.get("_rx")
+        if rx is None:
+            rx = self.__dict__["_rx"] = re.compile(self.pattern, self.flags)
+            LazyPattern.compiled += 1
+            for name in self._METHODS:            # instance attributes win over the methods below
+                self.__dict__[name] = getattr(rx, name)
+        return rx
+
+    def search(self, *a):
+        return self.regex().search(*a)
+
+    def match(self, *a):
+        return self.regex().match(*a)
+
+    def fullmatch(self, *a):
+        return self.regex().fullmatch(*a)
+
+    def finditer(self, *a):
+        return self.regex().finditer(*a)
+
+    def findall(self, *a):
+        return self.regex().findall(*a)
+
+    def sub(self, *a):
+        return self.regex().sub(*a)
+
+    def subn(self, *a):
+        return self.regex().subn(*a)
+
+    def split(self, *a):
+        return self.regex().split(*a)
+
+    @property
+    def groupindex(self):
+        return self.regex().groupindex
+
+    @property
+    def groups(self) -> int:
+        return self.regex().groups
+
+    def __reduce__(self):
+        return (LazyPattern, (self.pattern, self.flags, self.literal_source))
+
+    def __repr__(self) -> str:
+        return f"LazyPattern({self.pattern!r})"
+
+
 @dataclass(frozen=True)
 class SlotDef:
     """One slot: what it is, which memory keys name it, and the regexes that read it."""
@@ -132,10 +201,12 @@ def load_pack(path: str | Path | None = None) -> Pack:
 
 @functools.lru_cache(maxsize=1)
 def _default_pack() -> Pack:
-    return _load_pack(None)
+    # the shipped pack is known to compile (tests compile every regex of it): its regexes
+    # are compiled when first used; a user's pack is compiled in full to fail at load time
+    return _load_pack(None, lazy=True)
 
 
-def _load_pack(path: str | Path | None) -> Pack:
+def _load_pack(path: str | Path | None, lazy: bool = False) -> Pack:
     if path is None:
         text = resources.files("memwatch_overlay.rules").joinpath(DEFAULT_PACK).read_text("utf-8")
         where = f"rules/{DEFAULT_PACK}"
@@ -150,11 +221,15 @@ def _load_pack(path: str | Path | None) -> Pack:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"invalid TOML: {e}", path=where) from None
-    return compile_pack(data, where)
+    return compile_pack(data, where, lazy=lazy)
 
 
-def compile_pack(data: dict[str, Any], where: str = "<pack>") -> Pack:
-    """Validate a parsed pack and compile its regexes."""
+def compile_pack(data: dict[str, Any], where: str = "<pack>", lazy: bool = False) -> Pack:
+    """Validate a parsed pack and compile its regexes.
+
+    ``lazy=True`` leaves each regex to be compiled when first used (``LazyPattern``): only
+    for a pack known to be valid, since a bad regex then fails at its first use.
+    """
     _only(data, {"version", "lexicon", "guards", "slots", "cues", "anchors", "categories"}, "", where)
     if data.get("version") != 1:
         raise ConfigError(f"unsupported version {data.get('version')!r} (expected 1)", "version", where)
@@ -167,11 +242,16 @@ def compile_pack(data: dict[str, Any], where: str = "<pack>") -> Pack:
     generic_keys = tuple(k.lower() for k in _strings(anchors.get("generic_keys", []),
                                                       "anchors.generic_keys", where))
     builtins = _builtins(words["value_stop"], lex.get("occupation"))
+    # the stop words sit only in negative look-aheads, which required_literals skips
+    skeleton = _builtins(frozenset(), lex.get("occupation")) if lazy else builtins
 
     def rx(pattern: Any, fld: str) -> re.Pattern:
         if not isinstance(pattern, str) or not pattern.strip():
             raise ConfigError("must be a non-empty regex string", fld, where)
         expanded = _expand(pattern, lex, builtins, fld, where)
+        if lazy:
+            return LazyPattern(expanded, _FLAGS,      # type: ignore[return-value]
+                               _expand(pattern, lex, skeleton, fld, where))
         try:
             return re.compile(expanded, _FLAGS)
         except re.error as e:
@@ -312,7 +392,8 @@ def required_literals(pattern: re.Pattern) -> tuple[str, ...] | None:
     (or a group / alternation whose every branch starts with one). Texts containing none
     of them cannot match, so the regex is skipped: far cheaper than running it.
     """
-    return _required_literals(pattern.pattern, pattern.flags)
+    # a LazyPattern offers a shorter source with the same literals (its stop words dropped)
+    return _required_literals(getattr(pattern, "literal_source", pattern.pattern), pattern.flags)
 
 
 def _lits(seq, C) -> tuple[str, ...] | None:
