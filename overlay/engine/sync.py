@@ -24,7 +24,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from memwatch_overlay.connectors.base import Connector, Record, make_ref
 from memwatch_overlay.connectors.registry import make_connector
@@ -234,6 +234,8 @@ class SyncEngine:
         warned = len(connector.warnings)
         try:
             store = self.store
+            # a plain SQLite table is compared in SQL first, outside the transaction (_set_compare)
+            fast = self._set_compare(source, connector) if full else None
             guard = self.guard(store, source.name) if self.guard else contextlib.nullcontext()
             with store.transaction(), guard:
                 before = store.source_row(source.name)
@@ -243,14 +245,25 @@ class SyncEngine:
                 # their row, scores and schedule; the audit's rescore moves them to `as_of`).
                 compare = (full and before is not None and before["last_full_sync"] is not None
                            and before["config_hash"] == fingerprint)
+                if fast is not None and not (compare and store.data_version() == fast.version):
+                    fast = None      # another connection committed since: compare record by record
+                    store.end_unchanged()
                 source_id = store.ensure_source(source.name, source.connector, source.target,
                                                 source.preset)
                 sync_no = store.begin_sync(source_id)
                 cursor = None if full else store.cursor_of(source_id)
                 rows_before = connector.rows_read
+                if fast is None:
+                    records = connector.read(cursor)
+                else:                # only the rows the comparison did not find unchanged
+                    records = connector.records_at(fast.redo)
+                    connector.count_rows_read(fast.rows)
+                    connector.cursor = fast.cursor
+                    stats.records = fast.matched
                 touched, live_delta, replaced = self._ingest(
-                    connector.read(cursor), source_id, sync_no, now, as_of, stats,
-                    track=not full, on_progress=on_progress, bulk=full, compare=compare)
+                    records, source_id, sync_no, now, as_of, stats,
+                    track=not full, on_progress=on_progress, bulk=full, compare=compare,
+                    seen_kept=fast is not None)
                 if on_progress:
                     on_progress(stats.records, phase="scoring and detecting contradictions")
                 # A connector may answer an incremental read with everything (a rewritten
@@ -350,13 +363,14 @@ class SyncEngine:
 
     def _ingest(self, records, source_id: int, sync_no: int, now: float, as_of: float, stats: SyncStats,
                 track: bool, on_progress: Callable[[int], None] | None = None, bulk: bool = False,
-                compare: bool = False):
+                compare: bool = False, seen_kept: bool = False):
         """Upsert records in batches. With `track`, also return the touched fact ids and the
         change in live facts (index lookups per batch: O(batch), never a recount). With
         `bulk`, a large load drops the read-only indexes and rebuilds them at the end. With
         `compare` (a full read, configuration unchanged), each page of records is compared
         with the stored facts first (`_unchanged`): an unchanged record costs no write, only
-        a note of its id (mw_seen) for the deletion mark."""
+        a note of its id (mw_seen) for the deletion mark (`seen_kept`: the ids the set
+        comparison noted there stay)."""
         store = self.store
         touched: list[int] = []
         live_delta = 0
@@ -367,7 +381,7 @@ class SyncEngine:
         fact_row = self._row_builder(source_id, sync_no, now, as_of)
         unchanged = self._unchanged_test() if compare else None
         if compare:
-            store.begin_unchanged()
+            store.begin_unchanged(keep=seen_kept)
         fresh = bulk and store.max_fact_id() == 0
 
         def write(batch: list[FactRow]) -> None:
@@ -434,6 +448,34 @@ class SyncEngine:
         if dropped:
             store.create_indexes(dropped)
         return touched, live_delta, replaced
+
+    def _set_compare(self, source: SourceConfig, connector: Connector) -> "_SetCompare | None":
+        """A full read of a SQLite table whose facts were made with this configuration, done
+        as a set comparison in SQL (overlay/store/compare.py): the unchanged rows' facts are
+        noted in mw_seen and never become Records; the other rows are returned by rowid for
+        the Record path. Run before the sync's transaction (no lock on the source outlives a
+        page); None when the source, the connector or the overlay does not allow it.
+
+        The cursor a full read would leave is taken first (its mark before the rows, as
+        read() takes it)."""
+        store = self.store
+        spec_of = getattr(connector, "compare_spec", None)
+        if spec_of is None or not store.can_compare_in_sql():
+            return None
+        before = store.source_row(source.name)
+        if before is None or before["last_full_sync"] is None or before["config_hash"] != self.fingerprint(source):
+            return None
+        spec = spec_of()
+        if spec is None:
+            return None
+        version = store.data_version()
+        cursor = connector.full_read_cursor()
+        found = store.compare_source(before["id"], spec, pause=connector.pace)
+        if found is None:
+            store.end_unchanged()
+            return None
+        rows, matched, redo = found
+        return _SetCompare(version, rows, matched, redo, cursor)
 
     def _unchanged_test(self) -> Callable[[Record, tuple], bool]:
         """unchanged(rec, stored) -> True when upserting `rec` would leave its stored fact
@@ -551,6 +593,18 @@ class SyncEngine:
             ids = set(touched) | set(changed) | partners | affected
             store.apply_contradiction_status(fact_ids=sorted(ids | store.older_partners(ids)))
         return found
+
+
+class _SetCompare(NamedTuple):
+    """What SyncEngine._set_compare found: the overlay's data_version it compared against,
+    source rows read, rows whose fact is unchanged (noted in mw_seen), the rowids of the
+    other rows, and the cursor a full read would leave."""
+
+    version: int
+    rows: int
+    matched: int
+    redo: list[int]
+    cursor: dict
 
 
 class _Counted:
