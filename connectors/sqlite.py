@@ -585,7 +585,7 @@ class SqliteConnector(TableConnector):
         fields = {k: CompareField(col(c), _text_affinity(types.get(c, ""))) for k, (c, _) in mapping.items()}
         uri = "file:" + urllib.parse.quote(str(source.resolved_path.resolve())) + "?mode=ro"
         return CompareSpec(uri, source.resolved_path.resolve(), sqlguard.table(source.table).sql(dialect="sqlite"),
-                           self.table_name, pk, fields)
+                           self.table_name, pk, fields, self.busy_timeout)
 
     def count_rows_read(self, rows: int) -> None:
         """`rows` source rows were read for this connector by the overlay's set comparison."""
@@ -677,8 +677,8 @@ class CompareField(NamedTuple):
 
 class CompareSpec(NamedTuple):
     """A SQLite source table as the overlay's set comparison reads it: the read-only URI to
-    ATTACH, the file it must name, the quoted table, the Record's `table`, the key columns
-    and the mapped columns (mapping key -> CompareField)."""
+    ATTACH, the file it must name, the quoted table, the Record's `table`, the key columns,
+    the mapped columns (mapping key -> CompareField) and how long a lock is waited for."""
 
     uri: str
     path: Path
@@ -686,6 +686,7 @@ class CompareSpec(NamedTuple):
     table_name: str
     pk: list[CompareKey]
     fields: dict[str, CompareField]
+    busy_timeout: float
 
 
 def _json_text(name: str) -> str:

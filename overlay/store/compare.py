@@ -69,9 +69,13 @@ class CompareRepo(RepoBase):
         `pause(seconds the page held the source)` runs after each page but the last (the
         daemon's pacing of rollback-journal stores)."""
         self.begin_unchanged()
+        waits = self.conn.execute("PRAGMA busy_timeout").fetchone()[0]
+        # a bot's lock on the source is waited for as long as the connector waits, not the overlay's 30 s
+        self.conn.execute(f"PRAGMA busy_timeout = {int(spec.busy_timeout * 1000)}")
         try:
             self.conn.execute(f"ATTACH DATABASE ? AS {SCHEMA}", (spec.uri,))
-        except sqlite3.Error:       # e.g. another text encoding than the overlay's, or locked
+        except sqlite3.Error:       # e.g. another text encoding than the overlay's
+            self.conn.execute(f"PRAGMA busy_timeout = {int(waits)}")
             return None
         try:
             if not _attached_is(self.conn, spec.path):
@@ -109,6 +113,7 @@ class CompareRepo(RepoBase):
             return None
         finally:
             self.conn.execute(f"DETACH DATABASE {SCHEMA}")
+            self.conn.execute(f"PRAGMA busy_timeout = {int(waits)}")
 
 
 def _attached_is(conn, path: Path) -> bool:
@@ -168,9 +173,11 @@ def _same_sql(spec) -> tuple[str, tuple]:
             conds.append(f"f.{name} IS NULL")
             continue
         v, t = f"s.{fields[name].sql}", f"f.{name}"
+        # (one CASE, not `v = a OR v = b`: SQLite turns that into `v IN (a, b)` and formats both)
         conds.append(
-            f"CASE WHEN {v} IS NULL THEN {t} IS NULL ELSE {t} = CAST({t} AS INTEGER) AND {t} >= {_MIN_EPOCH} "
-            f"AND ({v} = datetime({t}, 'unixepoch') COLLATE BINARY "
-            f"OR {v} = strftime('%Y-%m-%dT%H:%M:%S', {t}, 'unixepoch') COLLATE BINARY "
-            f"OR ({v} = date({t}, 'unixepoch') COLLATE BINARY AND {t} % 86400 = 0)) END")
+            f"CASE WHEN {v} IS NULL THEN {t} IS NULL "
+            f"WHEN {t} != CAST({t} AS INTEGER) OR {t} < {_MIN_EPOCH} THEN 0 "
+            f"WHEN {v} = datetime({t}, 'unixepoch') COLLATE BINARY THEN 1 "
+            f"WHEN {v} = strftime('%Y-%m-%dT%H:%M:%S', {t}, 'unixepoch') COLLATE BINARY THEN 1 "
+            f"ELSE {v} = date({t}, 'unixepoch') COLLATE BINARY AND {t} % 86400 = 0 END")
     return " AND ".join(conds), (spec.table_name,)
