@@ -581,7 +581,8 @@ class SqliteConnector(TableConnector):
 
         # (an INTEGER PRIMARY KEY column is checked like any other: `INTEGER PRIMARY KEY DESC`
         # is no rowid alias and may hold text)
-        pk = [CompareKey(_json_text(p), "rowid" if p == ROWID else col(p), p == ROWID) for p in pks]
+        pk = [CompareKey(_json_text(p), "rowid" if p == ROWID else col(p), p == ROWID, p == ROWID or info.pk == [p])
+              for p in pks]
         fields = {k: CompareField(col(c), _text_affinity(types.get(c, ""))) for k, (c, _) in mapping.items()}
         uri = "file:" + urllib.parse.quote(str(source.resolved_path.resolve())) + "?mode=ro"
         return CompareSpec(uri, source.resolved_path.resolve(), sqlguard.table(source.table).sql(dialect="sqlite"),
@@ -659,12 +660,13 @@ class SqliteConnector(TableConnector):
 
 class CompareKey(NamedTuple):
     """One primary-key column of a CompareSpec: its name as pk_json writes it (JSON text),
-    the column's SQL (`rowid` for the implicit key or its alias), and whether it always
-    holds an integer."""
+    the column's SQL (`rowid` for the implicit key), whether it always holds an integer,
+    and whether a lookup by it is indexed (rowid, or the table's own one-column key)."""
 
     json_name: str
     sql: str
     integer: bool
+    indexed: bool
 
 
 class CompareField(NamedTuple):

@@ -265,3 +265,41 @@ def test_a_commit_to_the_overlay_between_comparison_and_sync_falls_back(tmp_path
     assert counts.read == 2 and stats.records == 40
     assert writes(overlay) == [(forgotten["id"], "update")]      # the other connection's, no more
     assert forgotten["status"] == "forgotten"
+
+
+@pytest.mark.parametrize("table", ["rowid", "text key"])
+def test_the_whole_walk_decides_only_an_unchanged_store(tmp_path, counts, monkeypatch, table):
+    """The walk over the facts (compare.py _whole_unchanged) answers only "all unchanged";
+    one changed, new or deleted row sends the sync through the row walk, which finds it."""
+    store, overlay = tmp_path / "bot.db", tmp_path / "overlay.db"
+    conn = sqlite3.connect(store)
+    if table == "rowid":
+        conn.execute("CREATE TABLE memories (user_id TEXT, fact TEXT, created_at TEXT)")
+        conn.executemany("INSERT INTO memories VALUES (?, ?, ?)", [(f"u{i % 3}", f"fact {i}", T0) for i in range(30)])
+        mapping = {"text": "fact", "subject": "user_id", "created_at": "created_at"}
+    else:
+        conn.execute("CREATE TABLE memories (k TEXT PRIMARY KEY, fact TEXT)")
+        conn.executemany("INSERT INTO memories VALUES (?, ?)", [(f"key-{i}", f"fact {i}") for i in range(30)])
+        mapping = {"id": "k", "text": "fact"}
+    conn.commit()
+    conn.close()
+    cfg = parse_config({"detector": {"enabled": False},
+                        "sources": [{"name": "bot", "connector": "sqlite", "path": str(store), "table": "memories",
+                                     **mapping}]})
+    found = []
+    real = CompareRepo.compare_source
+    monkeypatch.setattr(CompareRepo, "compare_source",
+                        lambda self, *a, **k: found.append(real(self, *a, **k)) or found[-1])
+    run(store, overlay, cfg)
+    count_writes(overlay)
+    _, stats = run(store, overlay, cfg)
+    assert found[-1].whole and found[-1].rows == 30 and writes(overlay) == [] and counts.records == 0
+    source_sql(store, "DELETE FROM memories WHERE rowid = 5")
+    _, stats = run(store, overlay, cfg)
+    assert not found[-1].whole and stats.deleted == 1 and len(writes(overlay)) == 1
+    source_sql(store, "INSERT INTO memories (fact) VALUES ('one more')" if table == "rowid"
+               else "INSERT INTO memories VALUES ('key-new', 'one more')")
+    _, stats = run(store, overlay, cfg)
+    assert not found[-1].whole and stats.changed == 1 and counts.records == 1 and len(writes(overlay)) == 1
+    _, stats = run(store, overlay, cfg)
+    assert found[-1].whole and writes(overlay) == []

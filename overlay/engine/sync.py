@@ -270,7 +270,8 @@ class SyncEngine:
                 # JSON file): then it is a full read after all.
                 read_all = full or getattr(connector, "read_all", False)
                 gone: list[int] = []
-                if read_all:
+                # (a whole set comparison matched every non-deleted fact: none is unseen)
+                if read_all and not (fast is not None and fast.whole):
                     if self.detector is not None or self.detector_factory is not None:
                         # their subjects' blocks are walked again
                         gone = store.unseen_live_ids(source_id, sync_no, noted=compare)
@@ -474,8 +475,7 @@ class SyncEngine:
         if found is None:
             store.end_unchanged()
             return None
-        rows, matched, redo = found
-        return _SetCompare(version, rows, matched, redo, cursor)
+        return _SetCompare(version, found.rows, found.matched, found.redo, cursor, found.whole)
 
     def _unchanged_test(self) -> Callable[[Record, tuple], bool]:
         """unchanged(rec, stored) -> True when upserting `rec` would leave its stored fact
@@ -598,13 +598,15 @@ class SyncEngine:
 class _SetCompare(NamedTuple):
     """What SyncEngine._set_compare found: the overlay's data_version it compared against,
     source rows read, rows whose fact is unchanged (noted in mw_seen), the rowids of the
-    other rows, and the cursor a full read would leave."""
+    other rows, the cursor a full read would leave, and `whole` (every non-deleted fact
+    unchanged, none noted: compare.py)."""
 
     version: int
     rows: int
     matched: int
     redo: list[int]
     cursor: dict
+    whole: bool
 
 
 class _Counted:

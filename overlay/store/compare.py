@@ -34,7 +34,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from memwatch_overlay.overlay.store.sqlhelpers import RepoBase
 
@@ -60,11 +60,17 @@ class CompareRepo(RepoBase):
         return self.conn.execute("PRAGMA data_version").fetchone()[0]
 
     def compare_source(self, source_id: int, spec, pause: Callable[[float], None] | None = None,
-                       page_rows: int = PAGE_ROWS) -> tuple[int, int, list[int]] | None:
+                       page_rows: int = PAGE_ROWS) -> SetComparison | None:
         """Compare the source table `spec` (a connectors.sqlite.CompareSpec) with the facts
-        of `source_id`: fills TEMP mw_seen with the facts found unchanged and returns
-        (rows read, rows matched, rowids of the rows left for the Record path); None when
-        the file SQLite attached is not the source (nothing was compared).
+        of `source_id` (SetComparison); None when the file SQLite attached is not the source
+        or the source stayed locked (nothing was compared).
+
+        First, when the key is one indexed column and the overlay holds this source alone,
+        the facts are walked in id order, each looking its row up: when every non-deleted
+        fact is its row unchanged and the table has no other row, that is all (`whole`:
+        nothing noted, nothing to mark deleted). Else (or at the first page that differs)
+        the table is walked in rowid order, the unchanged facts noted in TEMP mw_seen and
+        the other rows' rowids returned.
 
         `pause(seconds the page held the source)` runs after each page but the last (the
         daemon's pacing of rollback-journal stores)."""
@@ -82,6 +88,9 @@ class CompareRepo(RepoBase):
                 return None
             key, same, same_params = _key_sql(spec.pk), *_same_sql(spec)
             table = f"{SCHEMA}.{spec.table_sql}"
+            whole = self._whole_unchanged(source_id, spec, table, key, same, same_params, pause, page_rows)
+            if whole is not None:
+                return SetComparison(whole, whole, [], True)
             match = (f"INSERT OR IGNORE INTO temp.mw_seen (id) SELECT f.id FROM {table} s "
                      f"CROSS JOIN main.facts f ON f.source_id = ? AND f.pk = {key} "
                      f"WHERE s.rowid > ? AND s.rowid <= ? AND {same}")
@@ -108,12 +117,57 @@ class CompareRepo(RepoBase):
                 after = upto
                 if pause is not None:
                     pause(time.monotonic() - started)
-            return rows, matched, redo
+            return SetComparison(rows, matched, redo, False)
         except sqlite3.OperationalError:   # a lock held past the busy timeout: the Record path reports it
             return None
         finally:
             self.conn.execute(f"DETACH DATABASE {SCHEMA}")
             self.conn.execute(f"PRAGMA busy_timeout = {int(waits)}")
+
+
+    def _whole_unchanged(self, source_id: int, spec, table: str, key: str, same: str, params: tuple,
+                         pause: Callable[[float], None] | None, page_rows: int) -> int | None:
+        """The table's row count when each non-deleted fact of the source is its row unchanged
+        and the table holds no other row; None when not, or when this walk does not apply (a
+        key of several columns or without an index, other sources' facts in the overlay)."""
+        if len(spec.pk) != 1 or not spec.pk[0].indexed:
+            return None
+        if self.conn.execute("SELECT count(*) FROM sources").fetchone()[0] != 1:
+            return None
+        rows = self.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        first, last = self.conn.execute("SELECT min(id), max(id) FROM facts").fetchone()
+        if first is None:
+            return None if rows else 0
+        k = spec.pk[0]
+        before = len("{" + k.json_name + ': "')          # pk_json text ahead of the value
+        seek = f"s.{k.sql} = substr(f.pk, {before + 1}, length(f.pk) - {before + 2})"
+        page = (f"SELECT count(*), count(s.rowid) FROM main.facts f LEFT JOIN {table} s "
+                f"ON {seek} AND f.pk = {key} AND {same} "
+                "WHERE f.id > ? AND f.id <= ? AND +f.source_id = ? AND +f.status != 'deleted'")
+        facts = 0
+        after = first - 1
+        while after < last:
+            started = time.monotonic()
+            upto = min(after + page_rows, last)
+            n, matched = self.conn.execute(page, (*params, after, upto, source_id)).fetchone()
+            if matched != n:
+                return None
+            facts += n
+            after = upto
+            if pause is not None and after < last:
+                pause(time.monotonic() - started)
+        return rows if facts == rows else None
+
+
+class SetComparison(NamedTuple):
+    """What compare_source() found: source rows read, rows whose fact is unchanged, the
+    rowids of the other rows, and `whole`: every non-deleted fact of the source is one of
+    the unchanged (then none is noted in mw_seen: nothing is to be marked deleted)."""
+
+    rows: int
+    matched: int
+    redo: list[int]
+    whole: bool
 
 
 def _attached_is(conn, path: Path) -> bool:
