@@ -381,8 +381,8 @@ class SyncEngine:
         written = 0
         fact_row = self._row_builder(source_id, sync_no, now, as_of)
         unchanged = self._unchanged_test() if compare else None
-        if compare:
-            store.begin_unchanged(keep=seen_kept)
+        if compare and not seen_kept:      # (seen_kept: the set comparison's mw_seen is filled)
+            store.begin_unchanged()
         fresh = bulk and store.max_fact_id() == 0
 
         def write(batch: list[FactRow]) -> None:

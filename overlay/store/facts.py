@@ -190,12 +190,10 @@ class FactsRepo(RepoBase):
                 out[row[0]] = tuple(row[1:])
         return out
 
-    def begin_unchanged(self, keep: bool = False) -> None:
-        """An empty TEMP table `mw_seen` for the ids of facts a full read saw unchanged
-        (`keep`: the ids already there stay, noted by the set comparison: compare.py)."""
+    def begin_unchanged(self) -> None:
+        """An empty TEMP table `mw_seen` for the ids of facts a full read saw unchanged."""
         self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS mw_seen (id INTEGER PRIMARY KEY)")
-        if not keep:
-            self.conn.execute("DELETE FROM temp.mw_seen")
+        self.conn.execute("DELETE FROM temp.mw_seen")
 
     def note_unchanged(self, fact_ids: list[int]) -> None:
         self.conn.executemany("INSERT OR IGNORE INTO temp.mw_seen (id) VALUES (?)", [(i,) for i in fact_ids])
