@@ -286,10 +286,15 @@ class SyncEngine:
                                                             None if read_all else touched, gone,
                                                             space=self.subject_space(source, source_id))
                 stats.rows_read = connector.rows_read - rows_before
+                if fast is not None and fast.whole:
+                    # every non-deleted fact was matched active and nothing was written: the live
+                    # count is the match count (no recount of the source's facts)
+                    live_delta = fast.matched - before["rows_seen"]
                 store.finish_sync(source_id, sync_no, connector.cursor, stats.rows_read,
                                   stats.changed + stats.deleted, now, full=full,
                                   config_hash=fingerprint,
-                                  rows_seen_delta=None if read_all else live_delta)
+                                  rows_seen_delta=live_delta if not read_all or (fast is not None and fast.whole)
+                                  else None)
         finally:
             if own:
                 connector.close()
