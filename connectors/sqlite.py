@@ -24,12 +24,13 @@ Deletions are found apart, by `keys()` (primary keys only) at a lower frequency.
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 import time
 import urllib.parse
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 from sqlglot import exp
 
@@ -37,7 +38,7 @@ from memwatch_overlay.core.errors import ConnectorError
 from memwatch_overlay.rules.config import SourceConfig
 from memwatch_overlay.connectors import sqlguard
 from memwatch_overlay.connectors.base import Record, TableInfo, require_readable_file
-from memwatch_overlay.connectors.tabular import ROWID, TableConnector, _pk_text  # noqa: F401 (ROWID, _pk_text re-exported)
+from memwatch_overlay.connectors.tabular import _ROW_TO_RECORD, ROWID, TableConnector, _pk_text  # noqa: F401 (ROWID, _pk_text re-exported)
 
 DEFAULT_BUSY_TIMEOUT = 5.0   # seconds a read waits for a writer's lock
 FETCH_BATCH = 1000
@@ -552,6 +553,154 @@ class SqliteConnector(TableConnector):
                 rec = self.row_to_record(row, pk_cols, mapping)
                 if rec is not None:
                     yield rec
+
+    # -- the re-audit's set comparison (overlay/store/compare.py runs it) ------------------
+    def compare_spec(self) -> "CompareSpec | None":
+        """What the overlay needs to compare this table with its stored facts in SQL (the
+        table ATTACHed read-only): None when read() is not a plain mapping of one rowid table
+        (a preset's own read or row_to_record, extra columns, `query`, `where`, a JSON path
+        in the mapping, a view or WITHOUT ROWID table). Those keep the Record-by-Record path."""
+        source = self.source
+        cls = type(self)
+        if (cls.read is not SqliteConnector.read or cls.row_to_record is not _ROW_TO_RECORD or self.extra_columns
+                or source.query is not None or source.where or not source.table or source.resolved_path is None):
+            return None
+        columns = self.query_columns()
+        mapping = self.mapping(columns)
+        if any(path for _, path in mapping.values()):
+            return None
+        pks = self.pk_columns(columns)
+        info = self.table_info(source.table)
+        _, _, wanted, use_rowid, _ = self._plan()
+        if not use_rowid or ROWID in wanted or len(set(wanted)) != len(wanted):
+            return None
+        types = {name: (decl or "").upper() for name, decl in self._execute(
+            "SELECT name, type FROM pragma_table_info(?)", (info.name,)).fetchall()}
+
+        def col(name: str) -> str:
+            return sqlguard.column(name).sql(dialect="sqlite")
+
+        # (an INTEGER PRIMARY KEY column is checked like any other: `INTEGER PRIMARY KEY DESC`
+        # is no rowid alias and may hold text)
+        pk = [CompareKey(_json_text(p), "rowid" if p == ROWID else col(p), p == ROWID, p == ROWID or info.pk == [p])
+              for p in pks]
+        fields = {k: CompareField(col(c), _text_affinity(types.get(c, ""))) for k, (c, _) in mapping.items()}
+        uri = "file:" + urllib.parse.quote(str(source.resolved_path.resolve())) + "?mode=ro"
+        return CompareSpec(uri, source.resolved_path.resolve(), sqlguard.table(source.table).sql(dialect="sqlite"),
+                           self.table_name, pk, fields, self.busy_timeout)
+
+    def count_rows_read(self, rows: int) -> None:
+        """`rows` source rows were read for this connector by the overlay's set comparison."""
+        self.rows_read += rows
+
+    def pace(self, held: float) -> None:
+        """After a page that held the source `held` seconds: the daemon's pause on a
+        rollback-journal store (`yield_to_writer`, PACE_FACTOR); nothing otherwise."""
+        if self.yield_to_writer and self.rollback_journal():
+            self.pauses += 1
+            self.sleep(held * PACE_FACTOR)
+
+    def records_at(self, rowids: Iterable[int]) -> Iterator[Record]:
+        """The Records of these rows (by rowid, in rowid order), as read() gives them: the
+        rows the set comparison could not match with a fact. Not counted in rows_read (the
+        comparison counted them: count_rows_read)."""
+        mapping, pks, wanted, _, _ = self._plan()
+        record = None
+        ids = sorted(rowids)
+        before = self.rows_read
+        try:
+            for i in range(0, len(ids), 500):
+                chunk = ids[i:i + 500]
+                stmt = self._select(wanted, True).where(exp.In(
+                    this=exp.column("rowid"), expressions=[exp.Placeholder() for _ in chunk]))
+                names: list[str] = []
+                for batch in self.iter_batches(stmt.order_by(exp.column("rowid")).sql(dialect=self.dialect),
+                                               tuple(chunk), names):
+                    if record is None:
+                        record = self.tuple_records(names, pks, mapping) or partial(self._dict_record, names, pks,
+                                                                                    mapping)
+                    for row in batch:
+                        rec = record(row)
+                        if rec is not None:
+                            yield rec
+        finally:
+            self.rows_read = before
+
+    def full_read_cursor(self) -> dict:
+        """The cursor read(None) would leave (the largest rowid; with a mapped updated_at, the
+        mark taken before the rows and the rows sitting at it, with their digests), without
+        reading every row: only the rows at the mark are read (not counted in rows_read)."""
+        mapping, pks, wanted, use_rowid, watermark = self._plan()
+        self.deferred_until = None
+        now = time.time()
+        mark = _Mark({}, watermark is not None)
+        before = self.rows_read
+        try:
+            if watermark:
+                mark.fix(self._max_of(watermark))
+                if mark.value is not None:
+                    stmt = self._select(wanted, True).where(exp.EQ(
+                        this=sqlguard.column(watermark), expression=exp.Placeholder())).order_by(exp.column("rowid"))
+                    names: list[str] = []
+                    for batch in self.iter_batches(stmt.sql(dialect=self.dialect), (mark.value,), names):
+                        rid_at, mark_at = names.index(ROWID), names.index(watermark)
+                        for row in batch:
+                            mark.see(row[mark_at], row[rid_at], partial(_tuple_digest, names, row))
+            cur = self._execute(self._select([], False).select(
+                exp.Max(this=exp.column("rowid")), append=False).sql(dialect=self.dialect), ())
+            try:
+                last_rowid = cur.fetchall()[0][0]
+            finally:
+                cur.close()
+        finally:
+            self.rows_read = before
+        if watermark:
+            return {"rowid": last_rowid, **mark.as_cursor(), "scanned_at": now}
+        return {"rowid": last_rowid}
+
+
+class CompareKey(NamedTuple):
+    """One primary-key column of a CompareSpec: its name as pk_json writes it (JSON text),
+    the column's SQL (`rowid` for the implicit key), whether it always holds an integer,
+    and whether a lookup by it is indexed (rowid, or the table's own one-column key)."""
+
+    json_name: str
+    sql: str
+    integer: bool
+    indexed: bool
+
+
+class CompareField(NamedTuple):
+    """A mapped column of a CompareSpec: its quoted SQL and whether it has TEXT affinity
+    (then it holds only text, NULL or blobs: a text comparison needs no type check)."""
+
+    sql: str
+    text_affinity: bool
+
+
+class CompareSpec(NamedTuple):
+    """A SQLite source table as the overlay's set comparison reads it: the read-only URI to
+    ATTACH, the file it must name, the quoted table, the Record's `table`, the key columns,
+    the mapped columns (mapping key -> CompareField) and how long a lock is waited for."""
+
+    uri: str
+    path: Path
+    table_sql: str
+    table_name: str
+    pk: list[CompareKey]
+    fields: dict[str, CompareField]
+    busy_timeout: float
+
+
+def _json_text(name: str) -> str:
+    """A pk column's name as pk_json() writes it (json.dumps of a str, ASCII only)."""
+    return json.dumps(name)
+
+
+def _text_affinity(declared: str) -> bool:
+    """SQLite's affinity rule for a declared column type: TEXT unless it says INT."""
+    return "INT" not in declared and any(t in declared for t in ("CHAR", "CLOB", "TEXT"))
+
 
 def _inode(path: Path | None) -> int | None:
     try:

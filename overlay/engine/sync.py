@@ -24,7 +24,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from memwatch_overlay.connectors.base import Connector, Record, make_ref
 from memwatch_overlay.connectors.registry import make_connector
@@ -234,6 +234,8 @@ class SyncEngine:
         warned = len(connector.warnings)
         try:
             store = self.store
+            # a plain SQLite table is compared in SQL first, outside the transaction (_set_compare)
+            fast = self._set_compare(source, connector) if full else None
             guard = self.guard(store, source.name) if self.guard else contextlib.nullcontext()
             with store.transaction(), guard:
                 before = store.source_row(source.name)
@@ -243,21 +245,33 @@ class SyncEngine:
                 # their row, scores and schedule; the audit's rescore moves them to `as_of`).
                 compare = (full and before is not None and before["last_full_sync"] is not None
                            and before["config_hash"] == fingerprint)
+                if fast is not None and not (compare and store.data_version() == fast.version):
+                    fast = None      # another connection committed since: compare record by record
+                    store.end_unchanged()
                 source_id = store.ensure_source(source.name, source.connector, source.target,
                                                 source.preset)
                 sync_no = store.begin_sync(source_id)
                 cursor = None if full else store.cursor_of(source_id)
                 rows_before = connector.rows_read
+                if fast is None:
+                    records = connector.read(cursor)
+                else:                # only the rows the comparison did not find unchanged
+                    records = connector.records_at(fast.redo)
+                    connector.count_rows_read(fast.rows)
+                    connector.cursor = fast.cursor
+                    stats.records = fast.matched
                 touched, live_delta, replaced = self._ingest(
-                    connector.read(cursor), source_id, sync_no, now, as_of, stats,
-                    track=not full, on_progress=on_progress, bulk=full, compare=compare)
+                    records, source_id, sync_no, now, as_of, stats,
+                    track=not full, on_progress=on_progress, bulk=full, compare=compare,
+                    seen_kept=fast is not None)
                 if on_progress:
                     on_progress(stats.records, phase="scoring and detecting contradictions")
                 # A connector may answer an incremental read with everything (a rewritten
                 # JSON file): then it is a full read after all.
                 read_all = full or getattr(connector, "read_all", False)
                 gone: list[int] = []
-                if read_all:
+                # (a whole set comparison matched every non-deleted fact: none is unseen)
+                if read_all and not (fast is not None and fast.whole):
                     if self.detector is not None or self.detector_factory is not None:
                         # their subjects' blocks are walked again
                         gone = store.unseen_live_ids(source_id, sync_no, noted=compare)
@@ -272,10 +286,15 @@ class SyncEngine:
                                                             None if read_all else touched, gone,
                                                             space=self.subject_space(source, source_id))
                 stats.rows_read = connector.rows_read - rows_before
+                if fast is not None and fast.whole:
+                    # every non-deleted fact was matched active and nothing was written: the live
+                    # count is the match count (no recount of the source's facts)
+                    live_delta = fast.matched - before["rows_seen"]
                 store.finish_sync(source_id, sync_no, connector.cursor, stats.rows_read,
                                   stats.changed + stats.deleted, now, full=full,
                                   config_hash=fingerprint,
-                                  rows_seen_delta=None if read_all else live_delta)
+                                  rows_seen_delta=live_delta if not read_all or (fast is not None and fast.whole)
+                                  else None)
         finally:
             if own:
                 connector.close()
@@ -350,13 +369,14 @@ class SyncEngine:
 
     def _ingest(self, records, source_id: int, sync_no: int, now: float, as_of: float, stats: SyncStats,
                 track: bool, on_progress: Callable[[int], None] | None = None, bulk: bool = False,
-                compare: bool = False):
+                compare: bool = False, seen_kept: bool = False):
         """Upsert records in batches. With `track`, also return the touched fact ids and the
         change in live facts (index lookups per batch: O(batch), never a recount). With
         `bulk`, a large load drops the read-only indexes and rebuilds them at the end. With
         `compare` (a full read, configuration unchanged), each page of records is compared
         with the stored facts first (`_unchanged`): an unchanged record costs no write, only
-        a note of its id (mw_seen) for the deletion mark."""
+        a note of its id (mw_seen) for the deletion mark (`seen_kept`: the ids the set
+        comparison noted there stay)."""
         store = self.store
         touched: list[int] = []
         live_delta = 0
@@ -367,7 +387,7 @@ class SyncEngine:
         fact_row = self._row_builder(source_id, sync_no, now, as_of)
         page_rows = self._page_builder(source_id, sync_no, now, as_of)
         unchanged = self._unchanged_test() if compare else None
-        if compare:
+        if compare and not seen_kept:      # (seen_kept: the set comparison's mw_seen is filled)
             store.begin_unchanged()
         fresh = bulk and store.max_fact_id() == 0
 
@@ -435,6 +455,33 @@ class SyncEngine:
         if dropped:
             store.create_indexes(dropped)
         return touched, live_delta, replaced
+
+    def _set_compare(self, source: SourceConfig, connector: Connector) -> "_SetCompare | None":
+        """A full read of a SQLite table whose facts were made with this configuration, done
+        as a set comparison in SQL (overlay/store/compare.py): the unchanged rows' facts are
+        noted in mw_seen and never become Records; the other rows are returned by rowid for
+        the Record path. Run before the sync's transaction (no lock on the source outlives a
+        page); None when the source, the connector or the overlay does not allow it.
+
+        The cursor a full read would leave is taken first (its mark before the rows, as
+        read() takes it)."""
+        store = self.store
+        spec_of = getattr(connector, "compare_spec", None)
+        if spec_of is None or not store.can_compare_in_sql():
+            return None
+        before = store.source_row(source.name)
+        if before is None or before["last_full_sync"] is None or before["config_hash"] != self.fingerprint(source):
+            return None
+        spec = spec_of()
+        if spec is None:
+            return None
+        version = store.data_version()
+        cursor = connector.full_read_cursor()
+        found = store.compare_source(before["id"], spec, pause=connector.pace)
+        if found is None:
+            store.end_unchanged()
+            return None
+        return _SetCompare(version, found.rows, found.matched, found.redo, cursor, found.whole)
 
     def _unchanged_test(self) -> Callable[[Record, tuple], bool]:
         """unchanged(rec, stored) -> True when upserting `rec` would leave its stored fact
@@ -621,6 +668,20 @@ class SyncEngine:
             ids = set(touched) | set(changed) | partners | affected
             store.apply_contradiction_status(fact_ids=sorted(ids | store.older_partners(ids)))
         return found
+
+
+class _SetCompare(NamedTuple):
+    """What SyncEngine._set_compare found: the overlay's data_version it compared against,
+    source rows read, rows whose fact is unchanged (noted in mw_seen), the rowids of the
+    other rows, the cursor a full read would leave, and `whole` (every non-deleted fact
+    unchanged, none noted: compare.py)."""
+
+    version: int
+    rows: int
+    matched: int
+    redo: list[int]
+    cursor: dict
+    whole: bool
 
 
 class _Counted:

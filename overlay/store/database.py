@@ -11,7 +11,8 @@ schema is versioned: overlay/store/migrations/ holds one module per version.
 `OverlayStore` is the one object the rest of the application talks to. Its methods come
 from one repository per concern (each a mixin over the same connection):
 schema.py (migrations), sources.py (sources, meta), facts.py (the facts and their column
-spec), scores.py (score inputs out, scores in), reports.py (report rows, summaries),
+spec), compare.py (a re-audit's set comparison with a SQLite source),
+scores.py (score inputs out, scores in), reports.py (report rows, summaries),
 contradictions.py, vectors.py, verdicts.py (the judge's cache), runs.py. actions.py,
 leases.py and backup.py work on a
 store from outside it. No module outside this package runs SQL on the overlay
@@ -25,6 +26,7 @@ from pathlib import Path
 from memwatch_overlay.core.errors import OverlayError
 from memwatch_overlay.core.redact import redact_dsn
 from memwatch_overlay.overlay.store import postgres_dialect as overlay_db
+from memwatch_overlay.overlay.store.compare import CompareRepo
 from memwatch_overlay.overlay.store.contradictions import ContradictionsRepo
 from memwatch_overlay.overlay.store.facts import (  # noqa: F401 (re-exported: the store's vocabulary)
     ANY,
@@ -46,7 +48,7 @@ from memwatch_overlay.overlay.store.vectors import VectorsRepo
 from memwatch_overlay.overlay.store.verdicts import VerdictsRepo
 
 
-class OverlayStore(SchemaRepo, SourcesRepo, FactsRepo, ScoresRepo, ReportsRepo,
+class OverlayStore(SchemaRepo, SourcesRepo, FactsRepo, CompareRepo, ScoresRepo, ReportsRepo,
                    ContradictionsRepo, VectorsRepo, VerdictsRepo, RunsRepo):
     """Opens (and migrates) the overlay database: a SQLite file at `path`, or a
     postgresql:// DSN (overlay/store/postgres_dialect.py runs the same statements there)."""

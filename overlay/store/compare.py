@@ -1,0 +1,237 @@
+"""A re-audit's set comparison: a SQLite source table against its stored facts, in SQL.
+
+A full read with an unchanged configuration (the source's fingerprint) only needs to know
+which rows differ from their facts. For a plain table mapping (connectors/sqlite.py
+`compare_spec()`) the overlay's connection ATTACHes the source file read-only (a
+`file:…?mode=ro` URI) and compares each row with the fact of the same key on the
+(source_id, pk) index: text, key, subject, category column, access count, table, status
+and the four times. Matching facts go to TEMP `mw_seen` (what the deletion mark reads);
+the rowids of the other rows (changed, new, or a value the comparison does not decide
+itself) are handed back, and only those become Records and take the ordinary compare path
+(overlay/engine/sync.py `_unchanged_test`).
+
+The comparison must never call a row unchanged that `_unchanged_test` would call changed;
+the reverse only costs speed. So it matches a row only when every value is of the kind the
+connector's tuple path reads as itself:
+- text, key, subject: text equal byte for byte (a column without TEXT affinity is also
+  checked to hold text); an empty key/subject is NULL, as the connector reads it;
+- a time: NULL for NULL, else a whole-second epoch whose canonical text
+  (`YYYY-MM-DD HH:MM:SS`, with `T`, or a midnight date alone) is the source's text: such
+  text is parsed by Python to exactly that epoch;
+- the key: the pk_json() text, built for integer values and for printable-ASCII text
+  without quote or backslash (anything else is not matched);
+- a mapped category column: NULL or empty only (a category of the row's own is
+  re-categorised in Python);
+- status `active` only (a forgotten, contradicted or deleted fact is judged in Python).
+
+Run outside the sync's transaction, in autocommit, one statement per page of source rows:
+no lock on the source outlives a page (a transaction that read an ATTACHed file would hold
+it until COMMIT, and DETACH is refused inside one). The caller checks the overlay's
+`data_version` inside its transaction: a commit by another connection in between voids it.
+"""
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+from typing import Callable, NamedTuple
+
+from memwatch_overlay.overlay.store.sqlhelpers import RepoBase
+
+SCHEMA = "mw_src"             # the ATTACHed source's schema name
+PAGE_ROWS = 10_000            # source rows per statement (as the connector pages a full read)
+_MIN_EPOCH = -62135596800     # 0001-01-01: the earliest time Python's datetime parses
+_TIMES = ("created_at", "updated_at", "accessed_at", "expires_at")
+
+
+class CompareRepo(RepoBase):
+    """Mixin of OverlayStore: the set comparison of a SQLite source table with its facts."""
+
+    def can_compare_in_sql(self) -> bool:
+        """A SQLite overlay, outside any transaction, whose SQLite reads ATTACH URIs (a
+        build without USE_URI would take `file:…?mode=ro` for a file name and create it)."""
+        if self.dialect != "sqlite" or self.conn.in_transaction:
+            return False
+        options = {r[0] for r in self.conn.execute("PRAGMA compile_options")}
+        return "USE_URI" in options
+
+    def data_version(self) -> int:
+        """PRAGMA data_version: moves when another connection commits to the overlay."""
+        return self.conn.execute("PRAGMA data_version").fetchone()[0]
+
+    def compare_source(self, source_id: int, spec, pause: Callable[[float], None] | None = None,
+                       page_rows: int = PAGE_ROWS) -> SetComparison | None:
+        """Compare the source table `spec` (a connectors.sqlite.CompareSpec) with the facts
+        of `source_id` (SetComparison); None when the file SQLite attached is not the source
+        or the source stayed locked (nothing was compared).
+
+        First, when the key is one indexed column and the overlay holds this source alone,
+        the facts are walked in id order, each looking its row up: when every non-deleted
+        fact is its row unchanged and the table has no other row, that is all (`whole`:
+        nothing noted, nothing to mark deleted). Else (or at the first page that differs)
+        the table is walked in rowid order, the unchanged facts noted in TEMP mw_seen and
+        the other rows' rowids returned.
+
+        `pause(seconds the page held the source)` runs after each page but the last (the
+        daemon's pacing of rollback-journal stores)."""
+        self.begin_unchanged()
+        waits = self.conn.execute("PRAGMA busy_timeout").fetchone()[0]
+        # a bot's lock on the source is waited for as long as the connector waits, not the overlay's 30 s
+        self.conn.execute(f"PRAGMA busy_timeout = {int(spec.busy_timeout * 1000)}")
+        try:
+            self.conn.execute(f"ATTACH DATABASE ? AS {SCHEMA}", (spec.uri,))
+        except sqlite3.Error:       # e.g. another text encoding than the overlay's
+            self.conn.execute(f"PRAGMA busy_timeout = {int(waits)}")
+            return None
+        try:
+            if not _attached_is(self.conn, spec.path):
+                return None
+            key, same, same_params = _key_sql(spec.pk), *_same_sql(spec)
+            table = f"{SCHEMA}.{spec.table_sql}"
+            whole = self._whole_unchanged(source_id, spec, table, key, same, same_params, pause, page_rows)
+            if whole is not None:
+                return SetComparison(whole, whole, [], True)
+            match = (f"INSERT OR IGNORE INTO temp.mw_seen (id) SELECT f.id FROM {table} s "
+                     f"CROSS JOIN main.facts f ON f.source_id = ? AND f.pk = {key} "
+                     f"WHERE s.rowid > ? AND s.rowid <= ? AND {same}")
+            rest = (f"SELECT s.rowid FROM {table} s WHERE s.rowid > ? AND s.rowid <= ? AND NOT EXISTS "
+                    f"(SELECT 1 FROM main.facts f WHERE f.source_id = ? AND f.pk = {key} "
+                    "AND f.id IN (SELECT id FROM temp.mw_seen)) ORDER BY s.rowid")
+            bound = f"SELECT rowid FROM {table} WHERE rowid > ? ORDER BY rowid LIMIT 1 OFFSET ?"
+            count = f"SELECT count(*) FROM {table} WHERE rowid > ? AND rowid <= ?"
+            rows = matched = 0
+            redo: list[int] = []
+            after = -(1 << 63)
+            while True:
+                started = time.monotonic()
+                last = self.conn.execute(bound, (after, page_rows - 1)).fetchone()
+                upto = (1 << 63) - 1 if last is None else last[0]
+                n = page_rows if last is not None else self.conn.execute(count, (after, upto)).fetchone()[0]
+                found = self.conn.execute(match, (source_id, after, upto, *same_params)).rowcount
+                if found < n:
+                    redo += [r[0] for r in self.conn.execute(rest, (after, upto, source_id))]
+                rows += n
+                matched += found
+                if last is None:
+                    break
+                after = upto
+                if pause is not None:
+                    pause(time.monotonic() - started)
+            return SetComparison(rows, matched, redo, False)
+        except sqlite3.OperationalError:   # a lock held past the busy timeout: the Record path reports it
+            return None
+        finally:
+            self.conn.execute(f"DETACH DATABASE {SCHEMA}")
+            self.conn.execute(f"PRAGMA busy_timeout = {int(waits)}")
+
+
+    def _whole_unchanged(self, source_id: int, spec, table: str, key: str, same: str, params: tuple,
+                         pause: Callable[[float], None] | None, page_rows: int) -> int | None:
+        """The table's row count when each non-deleted fact of the source is its row unchanged
+        and the table holds no other row; None when not, or when this walk does not apply (a
+        key of several columns or without an index, other sources' facts in the overlay)."""
+        if len(spec.pk) != 1 or not spec.pk[0].indexed:
+            return None
+        if self.conn.execute("SELECT count(*) FROM sources").fetchone()[0] != 1:
+            return None
+        rows = self.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        first, last = self.conn.execute("SELECT min(id), max(id) FROM facts").fetchone()
+        if first is None:
+            return None if rows else 0
+        k = spec.pk[0]
+        before = len("{" + k.json_name + ': "')          # pk_json text ahead of the value
+        seek = f"s.{k.sql} = substr(f.pk, {before + 1}, length(f.pk) - {before + 2})"
+        page = (f"SELECT count(*), count(s.rowid) FROM main.facts f LEFT JOIN {table} s "
+                f"ON {seek} AND f.pk = {key} AND {same} "
+                "WHERE f.id > ? AND f.id <= ? AND +f.source_id = ? AND +f.status != 'deleted'")
+        facts = 0
+        after = first - 1
+        while after < last:
+            started = time.monotonic()
+            upto = min(after + page_rows, last)
+            n, matched = self.conn.execute(page, (*params, after, upto, source_id)).fetchone()
+            if matched != n:
+                return None
+            facts += n
+            after = upto
+            if pause is not None and after < last:
+                pause(time.monotonic() - started)
+        return rows if facts == rows else None
+
+
+class SetComparison(NamedTuple):
+    """What compare_source() found: source rows read, rows whose fact is unchanged, the
+    rowids of the other rows, and `whole`: every non-deleted fact of the source is one of
+    the unchanged (then none is noted in mw_seen: nothing is to be marked deleted)."""
+
+    rows: int
+    matched: int
+    redo: list[int]
+    whole: bool
+
+
+def _attached_is(conn, path: Path) -> bool:
+    """Whether the ATTACHed file is the source (its URI was read as a URI, not a file name)."""
+    for _, name, file in conn.execute("PRAGMA database_list"):
+        if name == SCHEMA:
+            return bool(file) and Path(file).resolve() == path
+    return False
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _key_sql(pk) -> str:
+    """SQL over `s` giving the row's pk_json() text, or NULL when a value needs an escape
+    (or is neither an integer nor text): such a row is not matched."""
+    parts, checks = [], []
+    for i, k in enumerate(pk):
+        v = f"s.{k.sql}"
+        parts.append(f"{_literal(('{' if i == 0 else ', ') + k.json_name + ': ' + chr(34))} || {v} || '\"'")
+        if not k.integer:
+            checks.append(f"(typeof({v}) = 'integer' OR (typeof({v}) = 'text' AND {v} NOT GLOB '*[^ -~]*' "
+                          f"AND instr({v}, '\"') = 0 AND instr({v}, '\\') = 0))")
+    text = " || ".join(parts) + " || '}'"
+    return f"(CASE WHEN {' AND '.join(checks)} THEN {text} END)" if checks else f"({text})"
+
+
+def _same_sql(spec) -> tuple[str, tuple]:
+    """The condition (over `s`, the source row, and `f`, its fact) under which upserting the
+    row's Record would leave the fact as it is; and its parameters."""
+    fields = spec.fields
+    conds = ["+f.status = 'active'", "+f.tbl = ?"]
+
+    def text_of(name: str) -> str:      # s.<column> holds text (TEXT affinity: text, NULL or a blob)
+        fld = fields[name]
+        return "" if fld.text_affinity else f" AND typeof(s.{fld.sql}) = 'text'"
+
+    conds.append(f"f.text = s.{fields['text'].sql} COLLATE BINARY{text_of('text')}")
+    for name in ("subject", "key"):
+        if name not in fields:
+            conds.append(f"f.{name} IS NULL")
+            continue
+        v = f"s.{fields[name].sql}"
+        conds.append(f"CASE WHEN f.{name} IS NULL THEN {v} IS NULL OR {v} = '' "
+                     f"ELSE f.{name} = {v} COLLATE BINARY{text_of(name)} END")
+    if "category" in fields:
+        v = f"s.{fields['category'].sql}"
+        conds.append(f"({v} IS NULL OR {v} = '')")
+    if "access_count" in fields:
+        v = f"s.{fields['access_count'].sql}"
+        conds.append(f"f.access_count = coalesce({v}, 0) AND typeof({v}) IN ('integer', 'null')")
+    else:
+        conds.append("f.access_count = 0")
+    for name in _TIMES:
+        if name not in fields:
+            conds.append(f"f.{name} IS NULL")
+            continue
+        v, t = f"s.{fields[name].sql}", f"f.{name}"
+        # (one CASE, not `v = a OR v = b`: SQLite turns that into `v IN (a, b)` and formats both)
+        conds.append(
+            f"CASE WHEN {v} IS NULL THEN {t} IS NULL "
+            f"WHEN {t} != CAST({t} AS INTEGER) OR {t} < {_MIN_EPOCH} THEN 0 "
+            f"WHEN {v} = datetime({t}, 'unixepoch') COLLATE BINARY THEN 1 "
+            f"WHEN {v} = strftime('%Y-%m-%dT%H:%M:%S', {t}, 'unixepoch') COLLATE BINARY THEN 1 "
+            f"ELSE {v} = date({t}, 'unixepoch') COLLATE BINARY AND {t} % 86400 = 0 END")
+    return " AND ".join(conds), (spec.table_name,)
