@@ -118,6 +118,40 @@ def test_a_rescore_keeps_next_change_when_it_is_the_same_instant(overlays):
         pg.close()
 
 
+def test_a_first_audit_upserts_pages_by_copy_as_sqlite_stores_them(overlays, monkeypatch):
+    """The first audit's pages go to Postgres by COPY + one INSERT … SELECT: every column of
+    every fact as the SQLite overlay has it (but the sync's wall-clock stamps), ids in the same
+    order; a page that holds one key twice takes the statement path (the later row wins)."""
+    from memwatch_overlay.overlay.store.facts import FACT_COLUMNS
+    store, cfg, sqlite_path, pg_url = overlays
+    pages = []
+    real = OverlayStore._upsert_by_copy
+
+    def counting(self, rows):
+        pages.append(len(rows))
+        return real(self, rows)
+    monkeypatch.setattr(OverlayStore, "_upsert_by_copy", counting)
+    _audit(store, cfg, sqlite_path, AS_OF)
+    _audit(store, cfg, pg_url, AS_OF)
+    assert sum(pages) == ROWS
+    cols = [c for c in FACT_COLUMNS if c not in ("first_seen", "last_seen")]
+    lite, pg = OverlayStore(str(sqlite_path)), OverlayStore(pg_url)
+    try:
+        query = f"SELECT {', '.join(cols)} FROM facts ORDER BY id"
+        assert [tuple(r) for r in pg.conn.execute(query)] == [tuple(r) for r in lite.conn.execute(query)]
+        rows = [tuple(r) for r in pg.conn.execute(f"SELECT {', '.join(FACT_COLUMNS)} FROM facts ORDER BY id")]
+        text = FACT_COLUMNS.index("text")
+        twice = [rows[0][:text] + ("first copy",) + rows[0][text + 1:]] + rows[:scores.PG_COPY_MIN]
+        with pg.transaction():
+            pg.upsert_facts(twice)
+        assert sum(pages) == ROWS, "a page with a key twice went by COPY"
+        assert pg.conn.execute("SELECT text FROM facts WHERE pk = ?", (rows[0][2],)).fetchone()[0] == rows[0][text]
+        assert pg.conn.execute("SELECT count(*) FROM facts").fetchone()[0] == ROWS
+    finally:
+        lite.close()
+        pg.close()
+
+
 def test_compare_lookups_and_unchanged_notes_match_sqlite(overlays):
     store, cfg, sqlite_path, pg_url = overlays
     _audit(store, cfg, sqlite_path, AS_OF)

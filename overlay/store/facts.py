@@ -79,6 +79,12 @@ _UPSERT_SQL = (
                 if _ON_CONFLICT.get(c, "") is not None)
 )
 
+# Postgres: the same upsert from a COPYed page (upsert_facts), rows taken in the order they came.
+PG_COPY_MIN = 200
+_PG_UPSERT_FROM_PAGE = (
+    f"INSERT INTO facts ({', '.join(FACT_COLUMNS)}) SELECT {', '.join(FACT_COLUMNS)} FROM temp.mw_facts_page "
+    "ORDER BY page_order " + _UPSERT_SQL[_UPSERT_SQL.index("ON CONFLICT"):])
+
 LIVE = "status IN (" + ", ".join(f"'{s}'" for s in LIVE_STATUSES) + ")"
 ANY = object()   # find_facts(subject=ANY): every subject (None means "no subject")
 
@@ -151,8 +157,26 @@ class FactsRepo(RepoBase):
 
         Bound as plain tuples: sqlite3 binds an exact tuple by index and any other sequence
         (a NamedTuple such as FactRow) through the sequence protocol, one call per column;
-        at 28 columns that was 0.15 s CPU per 100k rows, and tuple() is the cheaper copy."""
+        at 28 columns that was 0.15 s CPU per 100k rows, and tuple() is the cheaper copy.
+
+        On Postgres a page of PG_COPY_MIN rows or more with distinct keys is COPYed into a temp
+        table and upserted by one INSERT … SELECT in page order (the same ids, the same
+        conflict rule): a statement per row was two thirds of a 100k first audit."""
+        if self.dialect == "postgres":
+            rows = list(rows)
+            if len(rows) >= PG_COPY_MIN and len({(r[0], r[2]) for r in rows}) == len(rows):
+                self._upsert_by_copy(rows)
+                return
         self.conn.executemany(_UPSERT_SQL, map(tuple, rows))
+
+    def _upsert_by_copy(self, rows: list) -> None:
+        if self.conn.execute("SELECT to_regclass('pg_temp.mw_facts_page')").fetchone()[0] is None:
+            self.conn.execute(f"CREATE TEMP TABLE mw_facts_page AS SELECT {', '.join(FACT_COLUMNS)} "
+                              "FROM facts WITH NO DATA")
+            self.conn.execute("ALTER TABLE temp.mw_facts_page ADD COLUMN page_order BIGSERIAL")
+        self.conn.copy_rows("temp.mw_facts_page", FACT_COLUMNS, rows)
+        self.conn.run(_PG_UPSERT_FROM_PAGE)
+        self.conn.execute("TRUNCATE temp.mw_facts_page")
 
     def unseen_live_ids(self, source_id: int, sync_no: int, noted: bool = False) -> list[int]:
         """Live facts a full read (sync `sync_no`) did not see: what mark_unseen_deleted() is

@@ -268,6 +268,14 @@ class PgConnection:
             raise self._error(exc) from None
         return PgCursor(cur)
 
+    def run(self, sql: str, params: Iterable | None = None) -> None:
+        """execute() without reading a result: no `RETURNING id` added to an INSERT (an INSERT …
+        SELECT of many rows would send every new id back)."""
+        try:
+            self.raw.cursor().execute(to_postgres(sql), _params(params))
+        except self._psycopg.Error as exc:
+            raise self._error(exc) from None
+
     def copy_rows(self, table: str, columns: tuple[str, ...], rows: Iterable[Iterable]) -> None:
         """COPY `rows` into `table` (`temp.t` is written `pg_temp.t`, as in statements): one
         round trip for a page of rows instead of a statement per row (executemany)."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 from typing import Iterator, NamedTuple
 
-from memwatch_overlay.overlay.store.facts import LIVE
+from memwatch_overlay.overlay.store.facts import LIVE, PG_COPY_MIN
 from memwatch_overlay.overlay.store.sqlhelpers import RepoBase, scope
 
 # The scheduled rescore's filter. Unary + keeps the planner on the next_change index (a
@@ -36,8 +36,7 @@ class ScoreUpdate(NamedTuple):
 
 _WRITE_SQL = ("UPDATE facts SET " + ", ".join(f"{c} = ?" for c in ScoreUpdate._fields if c != "id")
               + " WHERE id = ?")
-# Pages of at least this many scores go to Postgres by COPY (write_scores); fewer, by statements.
-PG_COPY_MIN = 200
+# Pages of at least PG_COPY_MIN scores go to Postgres by COPY (write_scores); fewer, by statements.
 _PG_SCORES_TABLE = ("CREATE TEMP TABLE IF NOT EXISTS mw_scores (freshness DOUBLE PRECISION, label TEXT, "
                     "age_days DOUBLE PRECISION, days_left DOUBLE PRECISION, days_until_expired DOUBLE PRECISION, "
                     "expired_by TEXT, confidence DOUBLE PRECISION, scored_as_of DOUBLE PRECISION, "
