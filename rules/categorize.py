@@ -122,7 +122,11 @@ class Categorizer:
                 return explicit
             if explicit and (explicit in self.unknown or len(self.unknown) < UNKNOWN_VALUES_KEPT):
                 self.unknown[explicit] = self.unknown.get(explicit, 0) + 1
-        stop, candidates = self._key_hits(source, key)
+        return self._by_text(text, *self._key_hits(source, key))
+
+    def _by_text(self, text: str | None, stop: int, candidates: Candidates) -> str:
+        """The category of `text` given its key's decision (_key_decision): the first text rule
+        before `stop` that matches, else the key's rule, else the default."""
         if text and len(text) > self.max_text_chars:
             text = text[:self.max_text_chars]
             self.truncated += 1
@@ -136,32 +140,16 @@ class Categorizer:
 
     def categorize_page(self, records) -> list[str]:
         """[categorize(r.source, r.key, r.text, r.category) for r in records], with the same
-        side effects (unknown category values counted, truncated texts counted) and the
-        per-text work of one call done inline: the sync categorises a page at a time."""
+        side effects (unknown category values counted, truncated texts counted), without the
+        per-record call through categorize(): the sync categorises a page at a time."""
         out: list[str] = []
         append = out.append
-        categorize, key_hits = self.categorize, self._key_hits
-        first_match, rule_index, compiled = self._text_regexes.first_match, self._text_rule_index, self._compiled
-        limit, n_rules, default = self.max_text_chars, len(compiled), DEFAULT_CATEGORY
-        decisions: dict = {}                 # (source, key) -> _key_hits(source, key), for this page
+        categorize, key_hits, by_text = self.categorize, self._key_hits, self._by_text
         for rec in records:
             if rec.category:
                 append(categorize(rec.source, rec.key, rec.text, rec.category))
-                continue
-            source, key, text = rec.source, rec.key, rec.text
-            decision = decisions.get((source, key))
-            if decision is None:
-                decision = decisions[(source, key)] = key_hits(source, key)
-            stop, candidates = decision
-            if text and len(text) > limit:
-                text = text[:limit]
-                self.truncated += 1
-            if text and candidates:
-                hit = first_match(text, candidates)
-                if hit is not None:
-                    append(compiled[rule_index[hit]].category)
-                    continue
-            append(compiled[stop].category if stop < n_rules else default)
+            else:
+                append(by_text(rec.text, *key_hits(rec.source, rec.key)))
         return out
 
     def take_truncated(self) -> str | None:
