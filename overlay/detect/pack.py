@@ -68,37 +68,11 @@ class LazyPattern:
                 self.__dict__[name] = getattr(rx, name)
         return rx
 
-    def search(self, *a):
-        return self.regex().search(*a)
-
-    def match(self, *a):
-        return self.regex().match(*a)
-
-    def fullmatch(self, *a):
-        return self.regex().fullmatch(*a)
-
-    def finditer(self, *a):
-        return self.regex().finditer(*a)
-
-    def findall(self, *a):
-        return self.regex().findall(*a)
-
-    def sub(self, *a):
-        return self.regex().sub(*a)
-
-    def subn(self, *a):
-        return self.regex().subn(*a)
-
-    def split(self, *a):
-        return self.regex().split(*a)
-
-    @property
-    def groupindex(self):
-        return self.regex().groupindex
-
-    @property
-    def groups(self) -> int:
-        return self.regex().groups
+    def __getattr__(self, name: str):
+        # only until the first call: regex() then binds the methods on the instance
+        if name in self._METHODS or name in ("groupindex", "groups"):
+            return getattr(self.regex(), name)
+        raise AttributeError(name)
 
     def __reduce__(self):
         return (LazyPattern, (self.pattern, self.flags, self.literal_source))
