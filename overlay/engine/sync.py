@@ -31,6 +31,7 @@ from memwatch_overlay.connectors.registry import make_connector
 from memwatch_overlay.rules.categorize import Categorizer, unknown_categories_warning
 from memwatch_overlay.rules.config import MAPPING_KEYS, Config, SourceConfig
 from memwatch_overlay.overlay.engine.scoring import DAY, CategoryPolicy, Score, plain_scorer, score_fact
+from memwatch_overlay.overlay.store.compare import SetComparison
 from memwatch_overlay.overlay.store.database import FactRow, OverlayStore, ScoreUpdate
 from memwatch_overlay.core.vocab import LIVE_STATUSES
 
@@ -243,11 +244,12 @@ class SyncEngine:
                 # A full read with the same configuration as the last full sync compares each
                 # record with its stored fact and writes only what changed (unchanged facts keep
                 # their row, scores and schedule; the audit's rescore moves them to `as_of`).
-                compare = (full and before is not None and before["last_full_sync"] is not None
-                           and before["config_hash"] == fingerprint)
+                compare = full and _made_with(before, fingerprint)
                 if fast is not None and not (compare and store.data_version() == fast.version):
                     fast = None      # another connection committed since: compare record by record
                     store.end_unchanged()
+                found = fast.found if fast is not None else None
+                whole = found is not None and found.whole   # every non-deleted fact matched: none unseen
                 source_id = store.ensure_source(source.name, source.connector, source.target,
                                                 source.preset)
                 sync_no = store.begin_sync(source_id)
@@ -256,10 +258,10 @@ class SyncEngine:
                 if fast is None:
                     records = connector.read(cursor)
                 else:                # only the rows the comparison did not find unchanged
-                    records = connector.records_at(fast.redo)
-                    connector.count_rows_read(fast.rows)
+                    records = connector.records_at(found.redo)
+                    connector.count_rows_read(found.rows)
                     connector.cursor = fast.cursor
-                    stats.records = fast.matched
+                    stats.records = found.matched
                 touched, live_delta, replaced = self._ingest(
                     records, source_id, sync_no, now, as_of, stats,
                     track=not full, on_progress=on_progress, bulk=full, compare=compare,
@@ -270,8 +272,7 @@ class SyncEngine:
                 # JSON file): then it is a full read after all.
                 read_all = full or getattr(connector, "read_all", False)
                 gone: list[int] = []
-                # (a whole set comparison matched every non-deleted fact: none is unseen)
-                if read_all and not (fast is not None and fast.whole):
+                if read_all and not whole:
                     if self.detector is not None or self.detector_factory is not None:
                         # their subjects' blocks are walked again
                         gone = store.unseen_live_ids(source_id, sync_no, noted=compare)
@@ -286,15 +287,14 @@ class SyncEngine:
                                                             None if read_all else touched, gone,
                                                             space=self.subject_space(source, source_id))
                 stats.rows_read = connector.rows_read - rows_before
-                if fast is not None and fast.whole:
+                if whole:
                     # every non-deleted fact was matched active and nothing was written: the live
                     # count is the match count (no recount of the source's facts)
-                    live_delta = fast.matched - before["rows_seen"]
+                    live_delta = found.matched - before["rows_seen"]
                 store.finish_sync(source_id, sync_no, connector.cursor, stats.rows_read,
                                   stats.changed + stats.deleted, now, full=full,
                                   config_hash=fingerprint,
-                                  rows_seen_delta=live_delta if not read_all or (fast is not None and fast.whole)
-                                  else None)
+                                  rows_seen_delta=live_delta if not read_all or whole else None)
         finally:
             if own:
                 connector.close()
@@ -470,7 +470,7 @@ class SyncEngine:
         if spec_of is None or not store.can_compare_in_sql():
             return None
         before = store.source_row(source.name)
-        if before is None or before["last_full_sync"] is None or before["config_hash"] != self.fingerprint(source):
+        if not _made_with(before, self.fingerprint(source)):
             return None
         spec = spec_of()
         if spec is None:
@@ -481,7 +481,7 @@ class SyncEngine:
         if found is None:
             store.end_unchanged()
             return None
-        return _SetCompare(version, found.rows, found.matched, found.redo, cursor, found.whole)
+        return _SetCompare(version, cursor, found)
 
     def _unchanged_test(self) -> Callable[[Record, tuple], bool]:
         """unchanged(rec, stored) -> True when upserting `rec` would leave its stored fact
@@ -672,16 +672,18 @@ class SyncEngine:
 
 class _SetCompare(NamedTuple):
     """What SyncEngine._set_compare found: the overlay's data_version it compared against,
-    source rows read, rows whose fact is unchanged (noted in mw_seen), the rowids of the
-    other rows, the cursor a full read would leave, and `whole` (every non-deleted fact
-    unchanged, none noted: compare.py)."""
+    the cursor a full read would leave, and the comparison (compare.py's SetComparison)."""
 
     version: int
-    rows: int
-    matched: int
-    redo: list[int]
     cursor: dict
-    whole: bool
+    found: SetComparison
+
+
+def _made_with(before, fingerprint: str | None) -> bool:
+    """Whether a source's stored facts come from a full sync with this configuration (its
+    fingerprint): then a full read may compare records with them instead of rewriting."""
+    return (before is not None and before["last_full_sync"] is not None
+            and before["config_hash"] == fingerprint)
 
 
 class _Counted:
