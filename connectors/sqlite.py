@@ -489,11 +489,10 @@ class SqliteConnector(TableConnector):
             rows = [row for batch in self.iter_batches(sql, params, names) for row in batch]
             held = time.monotonic() - started
             more = len(rows) == size
-            if more and rollback:
+            if more:
                 # Paused before the rows are handed on: the caller's work on them (the
                 # overlay write) would otherwise add to the pause.
-                self.pauses += 1
-                self.sleep(held * PACE_FACTOR)
+                self.pace(held)
             yield rows
             if not more:
                 return
