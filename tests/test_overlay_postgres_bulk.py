@@ -59,6 +59,18 @@ def overlays(tmp_path, pg_database):
     return _store(tmp_path / "agent.db"), load_config(cfg_path), tmp_path / "overlay.db", pg_database("mw_bulk")
 
 
+def _count_rows(monkeypatch, method: str) -> list[int]:
+    """The sizes of the pages OverlayStore.<method> (a bulk path) is called with, from now on."""
+    sizes: list[int] = []
+    real = getattr(OverlayStore, method)
+
+    def counting(self, rows):
+        sizes.append(len(rows))
+        return real(self, rows)
+    monkeypatch.setattr(OverlayStore, method, counting)
+    return sizes
+
+
 def _audit(store, cfg, overlay, as_of):
     result = audit(str(store), cfg, as_of=as_of, overlay_path=str(overlay))
     total = result.summary["total"]
@@ -68,13 +80,7 @@ def _audit(store, cfg, overlay, as_of):
 
 def test_bulk_rescore_and_reaudit_store_what_sqlite_stores(overlays, monkeypatch):
     store, cfg, sqlite_path, pg_url = overlays
-    copied = []
-    real = OverlayStore._write_scores_by_copy
-
-    def counting(self, updates):
-        copied.append(len(updates))
-        return real(self, updates)
-    monkeypatch.setattr(OverlayStore, "_write_scores_by_copy", counting)
+    copied = _count_rows(monkeypatch, "_write_scores_by_copy")
     for as_of in (AS_OF, LATER):
         assert _audit(store, cfg, sqlite_path, as_of) == _audit(store, cfg, pg_url, as_of) == ROWS
     assert sum(copied) >= ROWS, "the Postgres re-audit at a new as-of wrote its scores by COPY"
@@ -124,13 +130,7 @@ def test_a_first_audit_upserts_pages_by_copy_as_sqlite_stores_them(overlays, mon
     order; a page that holds one key twice takes the statement path (the later row wins)."""
     from memwatch_overlay.overlay.store.facts import FACT_COLUMNS
     store, cfg, sqlite_path, pg_url = overlays
-    pages = []
-    real = OverlayStore._upsert_by_copy
-
-    def counting(self, rows):
-        pages.append(len(rows))
-        return real(self, rows)
-    monkeypatch.setattr(OverlayStore, "_upsert_by_copy", counting)
+    pages = _count_rows(monkeypatch, "_upsert_by_copy")
     _audit(store, cfg, sqlite_path, AS_OF)
     _audit(store, cfg, pg_url, AS_OF)
     assert sum(pages) == ROWS

@@ -119,14 +119,9 @@ def test_facts_rows_are_bound_as_plain_tuples(tmp_path):
         recs = records(random.Random(8), 50)
         rows = SyncEngine(store, Config())._page_builder(source_id, 1, AS_OF, AS_OF)(recs)
         assert all(type(r).__name__ == "FactRow" for r in rows)
-        spy = store.conn = _SpyConnection(store.conn)
-        with store.transaction():
-            store.upsert_facts(rows)
-        assert spy.kinds == [tuple] * len(rows)
-        stored = spy._conn.execute(f"SELECT {', '.join(rows[0]._fields)} FROM facts ORDER BY id").fetchall()
-        assert [tuple(r) for r in stored] == [tuple(r) for r in rows]
+        stored = _bound_as_tuples(store, lambda: store.upsert_facts(rows), rows[0]._fields, len(rows))
+        assert stored == [tuple(r) for r in rows]
     finally:
-        store.conn = getattr(store.conn, "_conn", store.conn)
         store.close()
 
 
@@ -141,12 +136,20 @@ def test_scores_are_bound_as_plain_tuples(tmp_path):
             store.upsert_facts(rows)
         ids = [r[0] for r in store.conn.execute("SELECT id FROM facts ORDER BY id")]
         updates = [ScoreUpdate(0.25, "stale", 9.5, None, 3.0, None, 0.5, AS_OF + 86400.0, None, i) for i in ids]
-        spy = store.conn = _SpyConnection(store.conn)
-        with store.transaction():
-            assert store.write_scores(updates) == len(ids)
-        assert spy.kinds == [tuple] * len(ids)
-        stored = spy._conn.execute(f"SELECT {', '.join(ScoreUpdate._fields)} FROM facts ORDER BY id").fetchall()
-        assert [tuple(r) for r in stored] == [tuple(u) for u in updates]
+        stored = _bound_as_tuples(store, lambda: store.write_scores(updates), ScoreUpdate._fields, len(ids))
+        assert stored == [tuple(u) for u in updates]
     finally:
-        store.conn = getattr(store.conn, "_conn", store.conn)
         store.close()
+
+
+def _bound_as_tuples(store, write, columns, n: int) -> list[tuple]:
+    """Run write() in a transaction on a spied connection; assert it handed SQLite `n` plain
+    tuples; return the facts' `columns` in id order."""
+    spy = store.conn = _SpyConnection(store.conn)
+    try:
+        with store.transaction():
+            write()
+    finally:
+        store.conn = spy._conn
+    assert spy.kinds == [tuple] * n
+    return [tuple(r) for r in store.conn.execute(f"SELECT {', '.join(columns)} FROM facts ORDER BY id")]
