@@ -133,6 +133,10 @@ class AuditResult:
     def iter_facts(self, order: str = "f.id", limit: int | None = None) -> Iterator[dict]:
         yield from fact_dicts(self.store.iter_report_rows(self.source_ids, order=order, limit=limit))
 
+    def iter_table_facts(self, limit: int) -> Iterator[dict]:
+        """The console table's facts: live ones stalest first, then deleted ones, the first `limit`."""
+        yield from fact_dicts(self.store.iter_stalest_rows(self.source_ids, limit))
+
     def iter_fact_lines(self) -> Iterator[str]:
         """iter_facts() as the JSON report writes them: each fact's JSON text (fact_lines)."""
         return fact_lines(self.store.iter_report_line_rows(self.source_ids))
