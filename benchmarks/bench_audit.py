@@ -152,8 +152,8 @@ t = time.perf_counter()
 conn = sqlite3.connect("file:" + sys.argv[2], uri=True, isolation_level=None)
 conn.execute("ATTACH ? AS src", ("file:" + sys.argv[1] + "?mode=ro",))
 conn.execute("BEGIN IMMEDIATE")
-indexes = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND name IN (?, ?)",
-                       OverlayStore.BULK_INDEXES).fetchall()
+indexes = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND name IN (%s)"
+                       % ", ".join("?" * len(OverlayStore.BULK_INDEXES)), OverlayStore.BULK_INDEXES).fetchall()
 for name, _ in indexes:
     conn.execute("DROP INDEX " + name)
 n = conn.execute(\"\"\"INSERT INTO facts (source_id, tbl, pk, ref, subject, key, text, category, created_at,

@@ -133,6 +133,10 @@ class AuditResult:
     def iter_facts(self, order: str = "f.id", limit: int | None = None) -> Iterator[dict]:
         yield from fact_dicts(self.store.iter_report_rows(self.source_ids, order=order, limit=limit))
 
+    def iter_table_facts(self, limit: int) -> Iterator[dict]:
+        """The console table's facts: live ones stalest first, then deleted ones, the first `limit`."""
+        yield from fact_dicts(self.store.iter_stalest_rows(self.source_ids, limit))
+
     def iter_fact_lines(self) -> Iterator[str]:
         """iter_facts() as the JSON report writes them: each fact's JSON text (fact_lines)."""
         return fact_lines(self.store.iter_report_line_rows(self.source_ids))
@@ -317,9 +321,21 @@ def refuse_overlay_in_sources(overlay: str, sources: Iterable) -> None:
                               field="--overlay")
 
 
-def judge(result: AuditResult, config: Config) -> None:
-    """Fill the summary and the gate's violations (overall, per category, per source)."""
-    result.summary = result.store.summary(result.source_ids)
+def rescore_and_summarize(store: OverlayStore, engine: SyncEngine, as_of: float, ids: list[int]) -> dict:
+    """Rescore the live facts of `ids` not scored at `as_of`, then their summary. When none
+    is unscored (a re-audit of an unchanged store at the same as-of) the rescore would write
+    nothing, and the one scan that finds that out is the summary's own (summary_if_scored)."""
+    summary = store.summary_if_scored(ids, as_of)
+    if summary is None:
+        engine.rescore(as_of, ids)
+        summary = store.summary(ids)
+    return summary
+
+
+def judge(result: AuditResult, config: Config, summary: dict | None = None) -> None:
+    """Fill the summary (`summary`, when the caller has it) and the gate's violations
+    (overall, per category, per source)."""
+    result.summary = result.store.summary(result.source_ids) if summary is None else summary
     result.violations = gate.evaluate(result.summary, result.thresholds)
     scoped = result.scoped_thresholds = gate.scoped_thresholds(config.ci)
     if scoped:
@@ -360,10 +376,10 @@ def audit(target: str | None = None, config: Config | None = None, *, as_of: flo
                 progress = (lambda n, phase=None, name=source.name: on_progress(name, n, phase=phase))
             stats.append(engine.sync(source, as_of=as_of, full=True, on_progress=progress))
         ids = [store.source_row(s.name)["id"] for s in sources]
-        engine.rescore(as_of, ids)
+        summary = rescore_and_summarize(store, engine, as_of, ids)
         result = AuditResult(store, engine, as_of, ids, sources,
                              gate.merge_thresholds(cfg.ci, thresholds or {}), stats)
-        judge(result, cfg)
+        judge(result, cfg, summary)
         store.record_run("audit", as_of, [s.name for s in sources], result.passed, result.summary)
         return result
     except BaseException:
@@ -398,13 +414,13 @@ def overlay_report(config: Config | None, *, overlay_path: str | None = None, as
             rows = [r for r in rows if r["name"] == source_name]
         ids = [r["id"] for r in rows]
         engine = SyncEngine(store, cfg)
-        engine.rescore(as_of, ids)
+        summary = rescore_and_summarize(store, engine, as_of, ids)
         sources = [SourceConfig(name=r["name"], connector=r["connector"], preset=r["preset"],
                                 path=r["target"] if r["connector"] != "postgres" else None,
                                 dsn=r["target"] if r["connector"] == "postgres" else None) for r in rows]
         result = AuditResult(store, engine, as_of, ids, sources,
                              gate.merge_thresholds(cfg.ci, thresholds or {}), [])
-        judge(result, cfg)
+        judge(result, cfg, summary)
         return result
     except BaseException:
         store.close()

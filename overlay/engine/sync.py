@@ -161,8 +161,9 @@ class SyncEngine:
         """Live facts not yet scored at `as_of` (audit, report; `fact_ids`: just those).
 
         Rescoring BULK_MIN facts or more (an audit or report at a new as-of) drops the
-        `next_change` index for the rewrite and builds it again after, in the same
-        transaction: every rescored fact moves in it, in id order, i.e. at random places of
+        indexes on scores (store.SCORE_INDEXES: `next_change`, the stalest facts) for the
+        rewrite and builds them again after, in the same transaction: every rescored fact
+        moves in them, in id order, i.e. at random places of
         the index (at 1M facts that was half of the rescore's CPU). Not on Postgres (see
         drop_bulk_indexes)."""
         store = self.store
@@ -177,7 +178,7 @@ class SyncEngine:
                 else:
                     pages.close()          # its read ends before the index is dropped
                     if store.count_unscored(as_of, source_ids) >= BULK_MIN:
-                        dropped = store.drop_bulk_indexes(("facts_next_change",))
+                        dropped = store.drop_bulk_indexes(store.SCORE_INDEXES)
                     pages = store.unscored_pages(as_of, source_ids, fact_ids, batch)
             n = self._score_pages(pages, as_of, next_change)
             if dropped:

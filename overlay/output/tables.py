@@ -101,7 +101,7 @@ def render_table(result, console: Console, limit: int = MAX_TABLE_ROWS) -> None:
                     ("left", {"justify": "right"})):
         table.add_column(col, overflow="fold" if col == "memory" else "ellipsis", no_wrap=col != "memory", **kw)
     shown = 0
-    for fact in result.iter_facts(order="f.status = 'deleted', f.freshness, f.id", limit=limit):
+    for fact in result.iter_table_facts(limit):
         text = fact["text"]
         if fact["key"] and len(fact["key"]) <= 24 and not _UUIDISH.match(fact["key"]):
             text = f"{fact['key']}: {text}"

@@ -124,12 +124,16 @@ class FactsRepo(RepoBase):
     # random order, so past the page cache each row costs random page writes (at 1M
     # facts: ~18 s of a ~30 s first sync); a bulk load drops them and builds them again
     # by sorting, inside the same transaction (a crash rolls the drop back too).
-    BULK_INDEXES = ("facts_block", "facts_next_change")
+    BULK_INDEXES = ("facts_block", "facts_next_change", "facts_stalest")
     # A load into an overlay without any fact yet also drops the indexes nothing reads while
     # it runs (by ref, by changed sync, gc's): built after the load, by sorting, they cost a
     # fraction of what keeping them up to date row by row does. The (source_id, pk) key the
     # upsert's conflict check uses stays.
     FRESH_INDEXES = BULK_INDEXES + ("facts_ref", "facts_changed", "facts_gc")
+    # Indexes on what a rescore rewrites (the next label change, the stalest facts' freshness):
+    # a rescore of BULK_MIN facts or more drops them and builds them again after
+    # (SyncEngine.rescore).
+    SCORE_INDEXES = ("facts_next_change", "facts_stalest")
 
     def drop_bulk_indexes(self, names: tuple[str, ...] | None = None) -> list[str]:
         """Drop BULK_INDEXES (or `names`; inside a transaction); returns the SQL that recreates them.

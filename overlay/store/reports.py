@@ -3,6 +3,7 @@ summary counts per label. The column list is named once here; `ReportRow` reads 
 of it by name."""
 from __future__ import annotations
 
+import sqlite3
 from collections import namedtuple
 from typing import Any, Iterator
 
@@ -30,8 +31,8 @@ REPORT_COLUMNS = (
 )
 # One row of REPORT_COLUMNS, read by name (ReportRow._make(row)).
 ReportRow = namedtuple("ReportRow", [name for name, _ in REPORT_COLUMNS])  # type: ignore[misc]  # names built above
-REPORT_SELECT = (f"SELECT {', '.join(sql for _, sql in REPORT_COLUMNS)} "
-                 "FROM facts f JOIN sources s ON s.id = f.source_id")
+_REPORT_COLUMNS_SQL = ", ".join(sql for _, sql in REPORT_COLUMNS)
+REPORT_SELECT = f"SELECT {_REPORT_COLUMNS_SQL} FROM facts f JOIN sources s ON s.id = f.source_id"
 # The JSON report's rows (iter_report_line_rows): REPORT_COLUMNS, then the JSON text of the
 # created_at, updated_at and expires_at ISO times where SQLite writes them exactly as
 # to_iso() does: a whole number of seconds ('unixepoch' is exact there; to_iso() then has no
@@ -45,8 +46,38 @@ _LINE_SELECT_POSTGRES = (f"SELECT {', '.join(sql for _, sql in REPORT_COLUMNS)},
                          "FROM facts f JOIN sources s ON s.id = f.source_id")
 
 
+# The console table's order: live facts stalest first, then the deleted ones.
+TABLE_ORDER = "f.status = 'deleted', f.freshness, f.id"
+# The facts the partial index facts_stalest holds (migration v08): live, below STALEST_BELOW or
+# unscored. The same text as the index's WHERE: SQLite reads a partial index for a query
+# whose WHERE has its terms.
+STALEST_BELOW = 0.3
+_STALEST_WHERE = f"f.{LIVE} AND (f.freshness < {STALEST_BELOW} OR f.freshness IS NULL)"
+
+
 class ReportsRepo(RepoBase):
     """Mixin of OverlayStore: report rows and summaries."""
+
+    def iter_stalest_rows(self, source_ids: list[int] | None, limit: int) -> Iterator[tuple]:
+        """iter_report_rows(source_ids, TABLE_ORDER, limit): the console table's rows.
+
+        On SQLite, first from facts_stalest alone: a live fact below STALEST_BELOW (or with
+        no freshness: NULL sorts first) comes before every other live fact and every deleted
+        one in TABLE_ORDER, so when `limit` of them exist they are the answer, read in the
+        index's order (freshness, id) without a look at any other fact. With fewer (a store
+        of fresher facts, a small one), the whole order as before."""
+        if self.dialect == "sqlite" and limit > 0:
+            where, params = scope("+f.source_id", source_ids)
+            sql = (f"SELECT {_REPORT_COLUMNS_SQL} FROM facts f INDEXED BY facts_stalest "
+                   f"JOIN sources s ON s.id = f.source_id WHERE {_STALEST_WHERE} {where} "
+                   f"ORDER BY f.freshness, f.id LIMIT {int(limit)}")
+            try:
+                rows = plain_rows(self.conn, self.dialect, sql, params).fetchall()
+            except sqlite3.OperationalError:   # no facts_stalest (dropped by a bulk load in progress)
+                rows = []
+            if len(rows) == limit:
+                return iter(rows)
+        return self.iter_report_rows(source_ids, order=TABLE_ORDER, limit=limit)
 
     def iter_report_rows(self, source_ids: list[int] | None = None, order: str = "f.id",
                          limit: int | None = None) -> Iterator[tuple]:
@@ -78,15 +109,41 @@ class ReportsRepo(RepoBase):
 
     def summary(self, source_ids: list[int] | None = None, group_by: str | None = None) -> Any:
         """Counts per label over live facts (deleted/forgotten excluded)."""
+        return self._summary(source_ids, group_by, None)[0]
+
+    def summary_if_scored(self, source_ids: list[int] | None, as_of: float) -> dict | None:
+        """summary(source_ids) when every live fact of these sources is scored at `as_of`
+        (count_unscored() would be 0, so a rescore at `as_of` would write nothing); None
+        otherwise (rescore, then ask summary()). The check is a count in the summary's own
+        scan: an audit of an unchanged store reads its facts once for both. The first live
+        fact is looked at before (one row): at a new as-of it is unscored, and the scan is
+        not made for a summary the rescore would void."""
+        where, params = scope("+source_id", source_ids)   # unary +: no index, the rowid order (first row first)
+        first = self.conn.execute(f"SELECT scored_as_of IS NOT ? FROM facts WHERE +{LIVE} {where} "
+                                  "ORDER BY id LIMIT 1", (as_of, *params)).fetchone()
+        if first is not None and first[0]:
+            return None
+        out, unscored = self._summary(source_ids, None, as_of)
+        return out if not unscored else None
+
+    def _summary(self, source_ids: list[int] | None, group_by: str | None,
+                 scored_at: float | None) -> tuple[Any, int]:
+        """(the summary, the live facts not scored at `scored_at`: 0 when it is None).
+
+        The label counts are FILTERed counts (integers: exact in any order). avg(freshness)
+        is a float sum taken in the order the plan reads the facts, which this statement
+        keeps: the same FROM and WHERE whatever is counted beside it."""
         where, params = scope("f.source_id", source_ids)
         group_col = {"category": "f.category", "source": "s.name", None: "''"}[group_by]
+        unscored = ", count(*) FILTER (WHERE f.scored_as_of IS NOT ?) AS unscored" if scored_at is not None else ""
+        counts = "".join(f"count(*) FILTER (WHERE f.label = '{label}') AS {label}, "
+                         for label in ("fresh", "aging", "stale", "expired"))
         rows = self.conn.execute(
-            f"SELECT {group_col} AS grp, count(*) AS total, "
-            "sum(CASE WHEN f.label = 'fresh' THEN 1 ELSE 0 END) AS fresh, sum(CASE WHEN f.label = 'aging' THEN 1 ELSE 0 END) AS aging, "
-            "sum(CASE WHEN f.label = 'stale' THEN 1 ELSE 0 END) AS stale, sum(CASE WHEN f.label = 'expired' THEN 1 ELSE 0 END) AS expired, "
-            "sum(CASE WHEN f.status = 'contradicted' THEN 1 ELSE 0 END) AS contradicted, avg(f.freshness) AS avg_freshness "
+            f"SELECT {group_col} AS grp, count(*) AS total, {counts}"
+            "count(*) FILTER (WHERE f.status = 'contradicted') AS contradicted, "
+            f"avg(f.freshness) AS avg_freshness{unscored} "
             f"FROM facts f JOIN sources s ON s.id = f.source_id WHERE f.{LIVE} {where} "
-            "GROUP BY grp ORDER BY grp", params).fetchall()
+            "GROUP BY grp ORDER BY grp", ((scored_at,) if unscored else ()) + params).fetchall()
         deleted = dict(self.conn.execute(
             f"SELECT {group_col} AS grp, count(*) FROM facts f JOIN sources s ON s.id = f.source_id "
             f"WHERE f.status = 'deleted' {where} GROUP BY grp", params).fetchall())
@@ -95,9 +152,10 @@ class ReportsRepo(RepoBase):
             out[r["grp"]] = _summary_dict(r, deleted.get(r["grp"], 0))
         for grp, n in deleted.items():
             out.setdefault(grp, {**_summary_dict(None, n)})
+        left = sum(r["unscored"] for r in rows) if unscored else 0
         if group_by is None:
-            return out.get("", _summary_dict(None, 0))
-        return out
+            return out.get("", _summary_dict(None, 0)), left
+        return out, left
 
 
 def _summary_dict(row, deleted: int) -> dict:
