@@ -195,3 +195,31 @@ def test_kept_distributions_are_the_decided_floats_as_doubles():
             p = m._topics(t)[0]
             assert isinstance(p, array) and p.typecode == "d"
             assert tuple(p) == seen[-1]     # the last distribution read: the one decided on
+
+
+def test_a_keyed_memory_meets_its_value_once_for_both_readings(monkeypatch):
+    """The index reads a keyed memory twice (key and text as the older fact, text alone as the
+    newer one). Its value's last word is summed once for both (``_last``), and each distinct
+    word's rows and vector are built once: counted over 300 keyed memories, all values new."""
+    from collections import Counter
+    from memwatch_overlay.overlay.detect.detector import Detector, FactView
+    d = Detector()
+    est = d.learned.estimator
+    calls: Counter = Counter()
+    import memwatch_overlay.overlay.detect.topic_estimate as te
+    partial, bucket, wordpiece = est._partial, est._bucket, te.wordpiece
+    monkeypatch.setattr(est, "_partial", lambda x: (calls.update([("_partial", x)]), partial(x))[1])
+    # a word's rows are built from its own bucket, its vector from its WordPiece ids
+    monkeypatch.setattr(est, "_bucket", lambda s, n: (
+        s.startswith("w:") and calls.update([("_word", s[2:])]), bucket(s, n))[1])
+    monkeypatch.setattr(te, "wordpiece", lambda w, *a: (calls.update([("_word_vector", w)]), wordpiece(w, *a))[1])
+    views = [FactView(f"s:t:{i}", "u1", key, value.format(9000 + i), "general", float(i))
+             for i, (key, value) in ((i, KEYED[i % len(KEYED)]) for i in range(300))]
+    for v in views:
+        offers, wants = d.offers_and_wants(v)
+        assert any(t[0] == "topic" for t in offers | wants)
+    tails = Counter(x for (name, x), n in calls.items() if name == "_partial" for _ in range(n))
+    for v in views[2 * len(KEYED):]:    # once a key's beginning is kept (met twice)
+        assert tails[v.text.rsplit(" ", 1)[-1]] == 1     # one sum of the value for both readings
+    assert max(n for (name, _), n in calls.items() if name in ("_word", "_word_vector")) == 1
+    assert sum(n for (name, _), n in calls.items() if name == "_partial") < 1.1 * len(views)
