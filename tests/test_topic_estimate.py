@@ -96,7 +96,7 @@ def test_an_uncertain_estimate_is_decided_on_the_reference(monkeypatch):
     m._topic_cache.pop(text, None)
     try:
         p, top, tops, wants = m._topics(text)
-        assert p == ref and (top, tops, wants) == _sets(m, ref)
+        assert tuple(p) == ref and (top, tops, wants) == _sets(m, ref)
     finally:
         m._topic_cache.pop(text, None)
 
@@ -138,3 +138,88 @@ def test_the_reference_is_read_only_for_texts_that_pass_the_gate(tmp_path, monke
     assert len(indexed) >= 600                  # both readings of every keyed memory
     assert gated and reference <= gated
     assert len(reference) < len(indexed) / 10
+
+
+def _pair_collisions(est: TopicEstimator, head: str) -> tuple[str | None, str | None]:
+    """A word ending ``head`` + " " + word whose word pair across the space falls in a bucket
+    the head's own n-grams hold, and one where it falls in one of the word's own."""
+    from memwatch_overlay.overlay.detect.learned import _bucket
+    held = est._partial(head).counts
+    last = est._tokens(head)[-1]
+    in_head = in_tail = None
+    for i in range(200_000):
+        w = f"q{i}"
+        h = _bucket(f"b:{last}_{w}", est.model.buckets)
+        if in_head is None and h in held:
+            in_head = w
+        if in_tail is None and h in est._partial(w).counts:
+            in_tail = w
+        if in_head and in_tail:
+            break
+    return in_head, in_tail
+
+
+def test_a_join_counts_the_word_pair_in_a_bucket_either_side_already_holds():
+    """``_joined`` grows the squared n-gram norm by the word pair across the space without
+    copying the counts: right also when that pair's bucket is one the head's or the tail's
+    own n-grams fill (a hash collision), where the count goes from n to n + 1."""
+    topics = load_learned().topics
+    est = TopicEstimator(topics)
+    head = "employer: Works at Acme"
+    in_head, in_tail = _pair_collisions(est, head)
+    assert in_head and in_tail
+    for w in (in_head, in_tail, "5123"):
+        text = f"{head} {w}"
+        whole = est._partial(text)
+        joined = est._joined(est._partial(head), est._partial(w))
+        assert max(abs(x - y) for x, y in zip(joined, est._finish(whole))) < 1e-12
+        assert max(abs(x - y) for x, y in zip(joined, _reference(topics, text))) < 1e-12
+
+
+def test_kept_distributions_are_the_decided_floats_as_doubles():
+    """The topic cache keeps each distribution as C doubles (a third of a tuple of float
+    objects' memory; a 10,000-memory block keeps 20,000): the very floats the topics were
+    decided on, the estimate's where it is certain and the reference's where it is not."""
+    from array import array
+    m = load_learned()
+    seen: list[tuple[float, ...]] = []
+
+    def kept(f):
+        return lambda text: seen.append(f(text)) or seen[-1]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(m.estimator, "probs", kept(m.estimator.probs))
+        mp.setattr(m.topics, "probs", kept(m.topics.probs))
+        for t in _texts():
+            m._topic_cache.pop(t, None)
+            seen.clear()
+            p = m._topics(t)[0]
+            assert isinstance(p, array) and p.typecode == "d"
+            assert tuple(p) == seen[-1]     # the last distribution read: the one decided on
+
+
+def test_a_keyed_memory_meets_its_value_once_for_both_readings(monkeypatch):
+    """The index reads a keyed memory twice (key and text as the older fact, text alone as the
+    newer one). Its value's last word is summed once for both (``_last``), and each distinct
+    word's rows and vector are built once: counted over 300 keyed memories, all values new."""
+    from collections import Counter
+    from memwatch_overlay.overlay.detect.detector import Detector, FactView
+    d = Detector()
+    est = d.learned.estimator
+    calls: Counter = Counter()
+    import memwatch_overlay.overlay.detect.topic_estimate as te
+    partial, bucket, wordpiece = est._partial, est._bucket, te.wordpiece
+    monkeypatch.setattr(est, "_partial", lambda x: (calls.update([("_partial", x)]), partial(x))[1])
+    # a word's rows are built from its own bucket, its vector from its WordPiece ids
+    monkeypatch.setattr(est, "_bucket", lambda s, n: (
+        s.startswith("w:") and calls.update([("_word", s[2:])]), bucket(s, n))[1])
+    monkeypatch.setattr(te, "wordpiece", lambda w, *a: (calls.update([("_word_vector", w)]), wordpiece(w, *a))[1])
+    views = [FactView(f"s:t:{i}", "u1", key, value.format(9000 + i), "general", float(i))
+             for i, (key, value) in ((i, KEYED[i % len(KEYED)]) for i in range(300))]
+    for v in views:
+        offers, wants = d.offers_and_wants(v)
+        assert any(t[0] == "topic" for t in offers | wants)
+    tails = Counter(x for (name, x), n in calls.items() if name == "_partial" for _ in range(n))
+    for v in views[2 * len(KEYED):]:    # once a key's beginning is kept (met twice)
+        assert tails[v.text.rsplit(" ", 1)[-1]] == 1     # one sum of the value for both readings
+    assert max(n for (name, _), n in calls.items() if name in ("_word", "_word_vector")) == 1
+    assert sum(n for (name, _), n in calls.items() if name == "_partial") < 1.1 * len(views)

@@ -30,12 +30,14 @@ import functools
 import json
 import math
 import re
+from array import array
 import tomllib
 import zlib
 from dataclasses import dataclass
 from importlib import resources
 from operator import itemgetter, mul
 from pathlib import Path
+from typing import Sequence
 
 from memwatch_overlay.overlay.detect.topic_estimate import MARGIN, TopicEstimator, certain
 from memwatch_overlay.overlay.detect.wordvec import WordVectors, load_word_vectors
@@ -242,7 +244,7 @@ class Learned:
         self.cue_rx = {k: re.compile("|".join(f"(?:{r})" for r in v), re.I | re.M)
                        for k, v in cues.items()}
         self._info: dict[str, TextInfo] = {}
-        self._topic_cache: dict[str, tuple[tuple[float, ...], str, frozenset[str], frozenset[str]]] = {}
+        self._topic_cache: dict[str, tuple[Sequence[float], str, frozenset[str], frozenset[str]]] = {}
         self._sets: dict[tuple[int, ...], frozenset[str]] = {}
         self._ending: dict[str, bool] = {}
         self.estimator = TopicEstimator(self.topics)
@@ -250,7 +252,7 @@ class Learned:
         self._multi_of = _picker(sorted(self.multi))
         self._single_of = _picker(sorted(self.single))
 
-    def _topics(self, text: str) -> tuple[tuple[float, ...], str, frozenset[str], frozenset[str]]:
+    def _topics(self, text: str) -> tuple[Sequence[float], str, frozenset[str], frozenset[str]]:
         """(distribution, top topic, likeliest topics, wanted topics) of a text: all the
         candidate index needs (``topics_of``, ``wants_of``); the rest of ``info`` is read only
         for texts that meet in a pair.
@@ -271,7 +273,8 @@ class Learned:
             top = self.topics.classes[order[0]]
             tops = self._named(tuple(i for i in order[:self.top_k] if p[i] >= self.topic_min))
             wants = self._named(tuple(i for i in order[:self.want_k] if p[i] >= self.want_min))
-            got = self._topic_cache[text] = (p, top, tops, wants)
+            # kept as C doubles (the same floats): 34 float objects would take 3x the memory
+            got = self._topic_cache[text] = (array("d", p), top, tops, wants)
         return got
 
     def _named(self, idx: tuple[int, ...]) -> frozenset[str]:

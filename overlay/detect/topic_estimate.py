@@ -221,14 +221,13 @@ class TopicEstimator:
         """``_finish`` of the sums of text ``a``, a space, then text ``b`` (what ``_partial``
         gives of the whole), without building them: the squared norms grow by what ``b``
         adds (``|x + y|^2 = |x|^2 + 2 x.y + |y|^2``)."""
-        delta = b.counts
+        get = a.counts.get
+        sq = a.sq + sum((2 * get(h, 0) + c) * c for h, c in b.counts.items())
         pair_row = None
         if a.last is not None and b.first is not None:       # the word pair across the space
             h, pair_row = self._pair(a.last + "_" + b.first)
-            delta = dict(delta)
-            delta[h] = delta.get(h, 0) + 1
-        get = a.counts.get
-        sq = a.sq + sum((2 * get(h, 0) + c) * c for h, c in delta.items())
+            # its count goes from what a and b hold of bucket h (n) to n + 1: |x|^2 grows by 2n + 1
+            sq += 2 * (get(h, 0) + b.counts.get(h, 0)) + 1
         inv = 1.0 / (math.sqrt(sq) or 1.0)
         if a.s is None or b.s is None:
             ss = a.ss + b.ss
