@@ -486,6 +486,10 @@ def main(argv=None) -> int:
                     help="cross-validate with the full topic model (see near_copies: optimistic)")
     ap.add_argument("--base-corpus", action="store_true",
                     help="fit the topic model without the casual block of tools/casual_corpus.py (a baseline)")
+    ap.add_argument("--no-near", action="store_true",
+                    help="leave out rules/pair_cues.toml's neighbouring slots (an ablation: the gate as before)")
+    ap.add_argument("--generated", action="store_true",
+                    help="fit the topic model with the generated block of tools/generated_corpus.py too")
     ap.add_argument("--casual-fills", type=int, default=0,
                     help="how many fills of each template are also seen inside a chat opener and tail")
     ap.add_argument("--curve", default=None,
@@ -505,7 +509,7 @@ def main(argv=None) -> int:
                          "'Note 3 on employment' then take a topic and meet more facts in the block index")
     a = ap.parse_args(argv)
     globals()["STATIC_TOPICS"] = a.static_topics
-    slot_corpus.use_casual(not a.base_corpus)
+    slot_corpus.use_casual(not a.base_corpus, generated=a.generated)
     globals().update(TOPIC_C=a.topic_C, TOPIC_BALANCED=a.balanced_topics)
 
     cases = {p: load_cases(p) for p in a.cases}
@@ -550,8 +554,11 @@ def main(argv=None) -> int:
             cue_protos = build_cue_prototypes(embedder)
             cue_protos_cv = build_cue_prototypes(embedder, exclude=cue_skip) if cue_skip else cue_protos
     wordvec = load_word_vectors()
-    learned = Learned(topic, {"modes": {}}, *load_cues(), prototypes=protos, wordvec=wordvec)
-    learned_cv = Learned(topic_cv, {"modes": {}}, *load_cues(), prototypes=protos_cv, wordvec=wordvec)
+    cue_lexicons, topic_groups = load_cues()
+    if a.no_near:
+        topic_groups = {k: v for k, v in topic_groups.items() if k != "near"}
+    learned = Learned(topic, {"modes": {}}, cue_lexicons, topic_groups, prototypes=protos, wordvec=wordvec)
+    learned_cv = Learned(topic_cv, {"modes": {}}, cue_lexicons, topic_groups, prototypes=protos_cv, wordvec=wordvec)
     if cue_protos is not None:
         from memwatch_overlay.overlay.detect.semantic_features import CuePrototypes
         learned.cue_protos = CuePrototypes(cue_protos)
