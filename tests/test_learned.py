@@ -276,10 +276,41 @@ def test_a_topic_models_gate_values_travel_with_it():
         (ROOT / "rules" / "topic_model.json").read_text())
     topic = json.loads((ROOT / "rules" / "topic_model.json").read_text())
     text = "the commute from Oakland is killing me"
+    cues, groups = L.load_cues()
+    groups = {k: v for k, v in groups.items() if k != "near"}   # the gate values alone (no neighbours)
     wide = L.Learned(dict(topic, gate={"top_k": 3, "topic_min": 0.0, "want_k": 6, "want_min": 0.0}),
-                     {"modes": {}}, *L.load_cues())
+                     {"modes": {}}, cues, groups)
     narrow = L.Learned(dict(topic, gate={"top_k": 1, "topic_min": 0.0, "want_k": 1, "want_min": 0.0}),
-                       {"modes": {}}, *L.load_cues())
+                       {"modes": {}}, cues, groups)
     assert len(narrow.topics_of(text)) <= 1 and len(narrow.wants_of(text)) <= 1
     assert len(wide.topics_of(text) | {"other"}) >= 3 and len(wide.wants_of(text) | {"other"}) >= 6
     assert narrow.topics_of(text) <= wide.topics_of(text)
+
+
+def test_a_newer_text_looking_wide_also_looks_for_neighbouring_slots():
+    """rules/pair_cues.toml [topics] near: a newer text whose slot is only the topic model's
+    guess also looks for older facts on the neighbours of its likeliest topics (a finished
+    degree meets a job, a wedding meets a partner); what older facts offer is unchanged, a
+    newer text the rules read a slot in looks only for its own topics, and small talk (no
+    likely topic) gets no neighbours (test_content_free_texts_take_no_topic)."""
+    from memwatch_overlay.overlay.detect import learned as L
+    topic = json.loads((ROOT / "rules" / "topic_model.json").read_text())
+    cues, groups = L.load_cues()
+    assert groups["near"], "the shipped cues name neighbouring slots"
+    near = L.Learned(topic, {"modes": {}}, cues, groups)
+    plain = L.Learned(topic, {"modes": {}}, cues, {k: v for k, v in groups.items() if k != "near"})
+    widened = 0
+    for text in ("defended my thesis last week, graduation is in July",
+                 "we tied the knot in a tiny chapel", "the new flat is so quiet at night"):
+        assert near.topics_of(text) == plain.topics_of(text)
+        assert near.wants_of(text, False) == plain.wants_of(text, False)
+        assert plain.wants_of(text, True) <= near.wants_of(text, True)
+        for t in plain.topics_of(text):
+            assert near.near.get(t, frozenset()) <= near.wants_of(text, True)
+        widened += len(near.wants_of(text, True) - plain.wants_of(text, True))
+    assert widened >= 3
+    # the gate reads the widened wants: a pair the plain gate turns away now meets
+    new, old = "defended my thesis last week, graduation is in July", "Works at Deloitte"
+    assert not plain.may_relate(new, old, "employer") or "employer" in plain.wants_of(new)
+    assert near.may_relate(new, old, "employer") == near.related(
+        near.features(new, old, "employer", "none", 0.0, False))

@@ -552,10 +552,12 @@ BASE_FILL = {k: list(v) for k, v in FILL.items()}
 casual_variant = None   # set by use_casual: wraps a sentence in a chat opener and tail
 
 
-def use_casual(on: bool = True) -> None:
+def use_casual(on: bool = True, generated: bool = False) -> None:
     """Add (or, ``on=False``, leave out) the casual block of tools/casual_corpus.py: implicit
-    phrasings per slot, a large "no slot" class and chat wrappers for every class. T and FILL
-    are changed in place (train_detector reads them at fit time)."""
+    phrasings per slot, a large "no slot" class and chat wrappers for every class; with
+    ``generated`` also the generated block of tools/generated_corpus.py (predicates and noun
+    phrases per slot crossed with shared frames). T and FILL are changed in place
+    (train_detector reads them at fit time)."""
     import casual_corpus
     global casual_variant
     T.clear()
@@ -573,6 +575,10 @@ def use_casual(on: bool = True) -> None:
         for k, v in casual_corpus.FILL_NEW.items():
             FILL[k] = list(v)
         casual_variant = casual_corpus.casual_variant
+    if generated:
+        import generated_corpus
+        for k, v in generated_corpus.templates().items():
+            T.setdefault(k, []).extend(t for t in v if t not in T[k])
 
 
 use_casual(True)

@@ -388,6 +388,49 @@ def report(ex, oof, title: str) -> dict:
     return out
 
 
+def diagnose(ex, oof, title: str, learned: Learned) -> dict:
+    """Where the contradicted pairs are lost, per file, category and subtype (counts only):
+    ``rules`` flagged by the rules; ``model`` added by the pair model; ``below`` let through
+    by the gate but under the threshold; ``gate_new`` turned away by the gate while the
+    newer text wants no topic even looking wide (the topic model saw no slot in it);
+    ``gate_old`` the older fact offers none; ``gate_cross`` turned away with topics on both
+    sides but none shared (a cross-slot pair: study -> employer); ``gate_additive`` turned away as an addition to a multi-valued
+    topic; ``confirmed`` read as a restatement by the rules; ``skipped`` other entities."""
+    out: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for i, e in enumerate(ex):
+        if not e[4]:
+            continue
+        c, f = e[1], e[3]
+        flag, p, t = oof.get(i, (False, 0.0, 0.0))
+        if e[6]:
+            why = "skipped"
+        elif e[5]:
+            why = "rules"
+        elif flag:
+            why = "model"
+        elif f.get("r_confirmed"):
+            why = "confirmed"
+        elif Learned.related(f):
+            why = "below"
+        elif f.get("t_want", 0.0) > 0:
+            why = "gate_additive"
+        elif not learned.wants_of(c["new_text"], True):
+            why = "gate_new"
+        elif not learned.topics_of(c["memories"][e[2]]["text"], c["memories"][e[2]].get("key")):
+            why = "gate_old"
+        else:
+            why = "gate_cross"
+        cat = c["memories"][e[2]].get("category") or c.get("category") or "?"
+        for k in (Path(e[0]).name, f"{Path(e[0]).name} cat:{cat}",
+                  f"{Path(e[0]).name} sub:{c.get('subtype') or '?'}", "pooled"):
+            out[k][why] += 1
+    order = ("rules", "model", "below", "gate_new", "gate_old", "gate_cross", "gate_additive", "confirmed", "skipped")
+    print(f"{title}: where the contradicted pairs go ({', '.join(order)})")
+    for k in sorted(out):
+        print(f"  {k:<44} " + " ".join(f"{w}={out[k].get(w, 0)}" for w in order))
+    return {k: dict(v) for k, v in out.items()}
+
+
 def write_oof(ex, oof, folder: Path, tag: str) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     by_file = defaultdict(lambda: defaultdict(list))
@@ -443,6 +486,10 @@ def main(argv=None) -> int:
                     help="cross-validate with the full topic model (see near_copies: optimistic)")
     ap.add_argument("--base-corpus", action="store_true",
                     help="fit the topic model without the casual block of tools/casual_corpus.py (a baseline)")
+    ap.add_argument("--no-near", action="store_true",
+                    help="leave out rules/pair_cues.toml's neighbouring slots (an ablation: the gate as before)")
+    ap.add_argument("--generated", action="store_true",
+                    help="fit the topic model with the generated block of tools/generated_corpus.py too")
     ap.add_argument("--casual-fills", type=int, default=0,
                     help="how many fills of each template are also seen inside a chat opener and tail")
     ap.add_argument("--curve", default=None,
@@ -455,12 +502,14 @@ def main(argv=None) -> int:
                          "the topics an older fact offers, and those a newer one looks for); default: learned.py's")
     ap.add_argument("--casual-prototypes", action="store_true",
                     help="--embeddings: build the topic prototypes from the casual block of the corpus too")
+    ap.add_argument("--diagnose", action="store_true",
+                    help="print where the contradicted pairs are lost in CV (rules, model, gate...)")
     ap.add_argument("--static-topics", action="store_true",
                     help="static word vectors as topic-model features too: sharper topics, but texts such as "
                          "'Note 3 on employment' then take a topic and meet more facts in the block index")
     a = ap.parse_args(argv)
     globals()["STATIC_TOPICS"] = a.static_topics
-    slot_corpus.use_casual(not a.base_corpus)
+    slot_corpus.use_casual(not a.base_corpus, generated=a.generated)
     globals().update(TOPIC_C=a.topic_C, TOPIC_BALANCED=a.balanced_topics)
 
     cases = {p: load_cases(p) for p in a.cases}
@@ -505,8 +554,11 @@ def main(argv=None) -> int:
             cue_protos = build_cue_prototypes(embedder)
             cue_protos_cv = build_cue_prototypes(embedder, exclude=cue_skip) if cue_skip else cue_protos
     wordvec = load_word_vectors()
-    learned = Learned(topic, {"modes": {}}, *load_cues(), prototypes=protos, wordvec=wordvec)
-    learned_cv = Learned(topic_cv, {"modes": {}}, *load_cues(), prototypes=protos_cv, wordvec=wordvec)
+    cue_lexicons, topic_groups = load_cues()
+    if a.no_near:
+        topic_groups = {k: v for k, v in topic_groups.items() if k != "near"}
+    learned = Learned(topic, {"modes": {}}, cue_lexicons, topic_groups, prototypes=protos, wordvec=wordvec)
+    learned_cv = Learned(topic_cv, {"modes": {}}, cue_lexicons, topic_groups, prototypes=protos_cv, wordvec=wordvec)
     if cue_protos is not None:
         from memwatch_overlay.overlay.detect.semantic_features import CuePrototypes
         learned.cue_protos = CuePrototypes(cue_protos)
@@ -538,6 +590,8 @@ def main(argv=None) -> int:
                               picker=_pick_threshold_counted if a.embeddings else None)
     print(f"outer-fold thresholds (nested grouped CV): {ths}")
     rep["cv"] = report(ex, oof, f"{a.folds}-fold grouped OOF")
+    if a.diagnose:
+        rep["diagnosis"] = diagnose(ex, oof, f"{a.folds}-fold grouped OOF", learned_cv)
     if a.oof_dir:
         write_oof(ex, oof, Path(a.oof_dir), mode)
     if a.report_json:

@@ -240,6 +240,14 @@ class Learned:
         groups = groups or {}
         self.single = frozenset(i for i, c in enumerate(self.topics.classes) if c in groups.get("single", ()))
         self.multi = frozenset(i for i, c in enumerate(self.topics.classes) if c in groups.get("multi", ()))
+        # neighbouring slots (pair_cues.toml [topics] near): a newer text looking wide whose
+        # likeliest topics include one of them also looks for the others (a finished degree
+        # meets "Works at ..."); the pair model then weighs the pair
+        self.near: dict[str, frozenset[str]] = {}
+        for group in groups.get("near", ()):
+            for c in group:
+                self.near[c] = self.near.get(c, frozenset()) | frozenset(group)
+        self._near_sets: dict[tuple[frozenset[str], frozenset[str]], frozenset[str]] = {}
         self.modes: dict[str, dict] = pair["modes"]
         self.cue_rx = {k: re.compile("|".join(f"(?:{r})" for r in v), re.I | re.M)
                        for k, v in cues.items()}
@@ -273,6 +281,8 @@ class Learned:
             top = self.topics.classes[order[0]]
             tops = self._named(tuple(i for i in order[:self.top_k] if p[i] >= self.topic_min))
             wants = self._named(tuple(i for i in order[:self.want_k] if p[i] >= self.want_min))
+            if self.near and tops:
+                wants = self._with_near(wants, tops)
             # kept as C doubles (the same floats): 34 float objects would take 3x the memory
             got = self._topic_cache[text] = (array("d", p), top, tops, wants)
         return got
@@ -282,6 +292,15 @@ class Learned:
         got = self._sets.get(idx)
         if got is None:
             got = self._sets[idx] = frozenset(self.topics.classes[i] for i in idx) - {"other"}
+        return got
+
+    def _with_near(self, wants: frozenset[str], tops: frozenset[str]) -> frozenset[str]:
+        """``wants`` and the neighbouring slots of ``tops`` (a text's likeliest topics: a
+        text with no likely slot, small talk, gets no neighbours), one set object per
+        distinct set."""
+        got = self._near_sets.get((wants, tops))
+        if got is None:
+            got = self._near_sets[(wants, tops)] = wants.union(*(self.near.get(t, ()) for t in tops))
         return got
 
     def info(self, text: str) -> TextInfo:
