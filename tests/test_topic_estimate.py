@@ -33,11 +33,15 @@ def _reference(topics: TopicModel, text: str) -> tuple[float, ...]:
 
 
 def _sets(learned, p):
+    """(top, tops, wants) decided on the distribution `p`, the wanted topics with the
+    neighbouring slots of the likeliest ones (`[topics] near`), as the model decides them."""
     order = sorted(range(len(p)), key=lambda i: -p[i])
     classes = learned.topics.classes
-    return (classes[order[0]],
-            frozenset(classes[i] for i in order[:TOP_K] if p[i] >= TOPIC_MIN) - {"other"},
-            frozenset(classes[i] for i in order[:WANT_K] if p[i] >= WANT_MIN) - {"other"})
+    tops = frozenset(classes[i] for i in order[:TOP_K] if p[i] >= TOPIC_MIN) - {"other"}
+    wants = frozenset(classes[i] for i in order[:WANT_K] if p[i] >= WANT_MIN) - {"other"}
+    if learned.near and tops:
+        wants = wants.union(*(learned.near.get(t, ()) for t in tops))
+    return classes[order[0]], tops, wants
 
 
 def test_the_estimate_is_the_reference_up_to_rounding():
