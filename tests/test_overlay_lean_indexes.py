@@ -1,4 +1,4 @@
-"""Schema v8: `facts_gc`, `facts_block` and `facts_next_change` hold only what their readers
+"""Schema v8 (lean_indexes): `facts_gc`, `facts_block` and `facts_next_change` hold only what their readers
 look up (overlay/store/migrations/v08_lean_indexes.py).
 
 A v7 overlay (the real file of tests/fixtures/overlay-v7, and the same state in Postgres)
@@ -18,10 +18,13 @@ import pytest
 from memwatch_overlay.overlay.store import schema as schema_module
 from memwatch_overlay.overlay.store.backup import export_overlay, import_overlay
 from memwatch_overlay.overlay.store.database import SCHEMA_VERSION, OverlayStore
+from memwatch_overlay.overlay.store.migrations import MIGRATIONS_BY_VERSION
 
 FIXTURE = Path(__file__).parent / "fixtures" / "overlay-v7"
 TABLES = ("sources", "facts", "contradictions", "runs", "actions", "fact_vectors", "meta", "judge_verdicts")
 NOT_ACTIVE = ("contradicted", "deleted", "forgotten")
+# the version this migration takes an overlay to (its number may change when branches merge)
+LEAN = next(v for v, m in MIGRATIONS_BY_VERSION.items() if m.name.endswith("_lean_indexes"))
 
 
 def _dump(store: OverlayStore) -> dict[str, list[tuple]]:
@@ -58,7 +61,7 @@ def test_the_real_v7_file_keeps_every_row_and_gets_the_narrow_indexes(v7_copy):
     before.close()
     assert set(NOT_ACTIVE) <= set(statuses) and nulls > 0
     with OverlayStore(v7_copy) as store:
-        assert store.schema_version() == SCHEMA_VERSION >= 8
+        assert store.schema_version() == SCHEMA_VERSION >= LEAN > 7
         assert _dump(store) == want
         assert store.integrity() == "ok"
         n = sum(statuses.values())
@@ -129,16 +132,17 @@ def test_a_first_audit_builds_the_narrow_indexes_after_its_load(tmp_path):
 
 
 @pytest.mark.postgres
-def test_a_v7_postgres_overlay_keeps_every_row_and_gets_the_narrow_indexes(pg_database, v7_copy, monkeypatch):
-    with OverlayStore(v7_copy) as lite:            # the fixture's state, written into Postgres at v7
+def test_a_postgres_overlay_of_the_previous_version_keeps_every_row_and_gets_the_narrow_indexes(
+        pg_database, v7_copy, monkeypatch):
+    with OverlayStore(v7_copy) as lite:       # the fixture's state, written into Postgres a version before
         lines = io.StringIO()
         export_overlay(lite, lines)
         action_cols = lite.table_columns("actions")     # (an export leaves the write-back log out)
         actions = [tuple(r) for r in lite.conn.execute(f"SELECT {', '.join(action_cols)} FROM actions")]
     dsn = pg_database("memwatch_v8")
-    monkeypatch.setattr(schema_module, "SCHEMA_VERSION", 7)
+    monkeypatch.setattr(schema_module, "SCHEMA_VERSION", LEAN - 1)
     with OverlayStore(dsn) as pg:
-        assert pg.schema_version() == 7
+        assert pg.schema_version() == LEAN - 1
         import_overlay(pg, io.StringIO(lines.getvalue()).readlines())
         with pg.transaction():
             pg.conn.executemany(f"INSERT INTO actions ({', '.join(action_cols)}) "
