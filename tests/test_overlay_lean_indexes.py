@@ -1,5 +1,5 @@
-"""Schema v8 (lean_indexes): `facts_gc`, `facts_block` and `facts_next_change` hold only what their readers
-look up (overlay/store/migrations/v08_lean_indexes.py).
+"""Schema v9 (lean_indexes): `facts_gc`, `facts_block` and `facts_next_change` hold only what their readers
+look up (overlay/store/migrations/v09_lean_indexes.py).
 
 A v7 overlay (the real file of tests/fixtures/overlay-v7, and the same state in Postgres)
 keeps every row of every table through the migration; the readers of those indexes still

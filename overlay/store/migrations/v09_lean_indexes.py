@@ -1,4 +1,4 @@
-"""v8: narrower `facts` indexes, each holding only what its readers look up.
+"""v9: narrower `facts` indexes, each holding only what its readers look up.
 
 - `facts_gc` keeps its (status, last_seen) key but indexes only the facts that are not
   `active`: its readers look up `contradicted`, `deleted` or `forgotten` facts (the
