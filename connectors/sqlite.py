@@ -580,9 +580,12 @@ class SqliteConnector(TableConnector):
         def col(name: str) -> str:
             return sqlguard.column(name).sql(dialect="sqlite")
 
-        # (an INTEGER PRIMARY KEY column is checked like any other: `INTEGER PRIMARY KEY DESC`
-        # is no rowid alias and may hold text)
-        pk = [CompareKey(_json_text(p), "rowid" if p == ROWID else col(p), p == ROWID, p == ROWID or info.pk == [p])
+        # a one-column key with no index of its own is the rowid's alias: it holds integers only
+        # (`INTEGER PRIMARY KEY DESC` or `INT PRIMARY KEY` has an index and may hold text)
+        alias = len(info.pk) == 1 and not self._execute(
+            "SELECT 1 FROM pragma_index_list(?) WHERE origin = 'pk'", (info.name,)).fetchall()
+        pk = [CompareKey(_json_text(p), "rowid" if p == ROWID else col(p), p == ROWID or (alias and info.pk == [p]),
+                         p == ROWID or info.pk == [p])
               for p in pks]
         fields = {k: CompareField(col(c), _text_affinity(types.get(c, ""))) for k, (c, _) in mapping.items()}
         uri = "file:" + urllib.parse.quote(str(source.resolved_path.resolve())) + "?mode=ro"

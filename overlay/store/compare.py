@@ -185,14 +185,16 @@ def _literal(text: str) -> str:
 def _key_sql(pk) -> str:
     """SQL over `s` giving the row's pk_json() text, or NULL when a value needs an escape
     (or is neither an integer nor text): such a row is not matched."""
-    parts, checks = [], []
-    for i, k in enumerate(pk):
+    # the literals between two values are one string each: every `||` is a concatenation per row
+    parts, checks, before = [], [], "{"
+    for k in pk:
         v = f"s.{k.sql}"
-        parts.append(f"{_literal(('{' if i == 0 else ', ') + k.json_name + ': ' + chr(34))} || {v} || '\"'")
+        parts += [_literal(before + k.json_name + ': "'), v]
+        before = '", '
         if not k.integer:
             checks.append(f"(typeof({v}) = 'integer' OR (typeof({v}) = 'text' AND {v} NOT GLOB '*[^ -~]*' "
                           f"AND instr({v}, '\"') = 0 AND instr({v}, '\\') = 0))")
-    text = " || ".join(parts) + " || '}'"
+    text = " || ".join(parts + [_literal('"}')])
     return f"(CASE WHEN {' AND '.join(checks)} THEN {text} END)" if checks else f"({text})"
 
 
@@ -212,8 +214,9 @@ def _same_sql(spec) -> tuple[str, tuple]:
             conds.append(f"f.{name} IS NULL")
             continue
         v = f"s.{fields[name].sql}"
-        conds.append(f"CASE WHEN f.{name} IS NULL THEN {v} IS NULL OR {v} = '' "
-                     f"ELSE f.{name} = {v} COLLATE BINARY{text_of(name)} END")
+        # (an OR, not a CASE: the usual equal value decides it in one test)
+        conds.append(f"(f.{name} = {v} COLLATE BINARY{text_of(name)} "
+                     f"OR (f.{name} IS NULL AND ({v} IS NULL OR {v} = '')))")
     if "category" in fields:
         v = f"s.{fields['category'].sql}"
         conds.append(f"({v} IS NULL OR {v} = '')")
