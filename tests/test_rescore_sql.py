@@ -277,3 +277,19 @@ def test_postgres_sql_rescore_stores_what_the_python_path_stores(tmp_path, pg_da
         assert g[:-1] == w[:-1]
         assert (g[-1] == w[-1]) or abs(float(g[-1]) - float(w[-1])) < 1e-3
     assert sum(g[-1] == w[-1] for g, w in zip(got, want)) > 0.97 * n
+
+
+def test_a_rescore_of_one_source_leaves_the_others_facts(tmp_path):
+    make_source(tmp_path / "agent.db", LATER)
+    src = {"name": "bot", "connector": "sqlite", "path": str(tmp_path / "agent.db"), "table": "memories", "id": "id",
+           "text": "fact", "subject": "user_id", "created_at": "created_at", "updated_at": "updated_at"}
+    two = parse_config({"detector": {"enabled": False}, "sources": [src, dict(src, name="bot2")]})
+    audit(None, two, as_of=AS_OF, overlay_path=str(tmp_path / "two.db")).close()
+    with OverlayStore(tmp_path / "two.db") as store:
+        bot = store.source_row("bot")["id"]
+        n = SyncEngine(store, two).rescore(LATER, [bot])
+        by_source = dict(store.conn.execute(
+            "SELECT source_id, sum(scored_as_of = ?) FROM facts GROUP BY source_id", (LATER,)).fetchall())
+        live = store.conn.execute("SELECT count(*) FROM facts WHERE source_id = ?", (bot,)).fetchone()[0]
+    assert n == by_source[bot] == live and len(by_source) == 2
+    assert sum(by_source.values()) == by_source[bot]

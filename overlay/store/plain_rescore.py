@@ -106,23 +106,24 @@ class PlainRescoreRepo(RepoBase):
         fence = _FENCE[self.dialect]
         fresh, aging, stale = float(c.fresh), float(c.aging), float(c.stale)
         lo, hl, start = float(c.confidence_floor), float(c.confidence_half_life), float(c.confidence_start)
-        where, scope_params = scope("f.source_id", source_ids)
+        # unary +: a scan (or the next_change index), not the source_id index and a lookup per fact
+        where, scope_params = scope("+f.source_id", source_ids)
         if due is None:
             todo, todo_param = "f.scored_as_of IS NOT ?", as_of
         else:
             todo, todo_param = "f.next_change <= ?", due
         live = ", ".join(f"'{s}'" for s in LIVE_STATUSES)
         # learned = max(created_at, updated_at, refreshed_at) over those not NULL, else first_seen
-        m1 = "(CASE WHEN f.created_at IS NULL OR f.updated_at > f.created_at THEN f.updated_at ELSE f.created_at END)"
-        learned = (f"COALESCE(CASE WHEN {m1} IS NULL OR f.refreshed_at > {m1} THEN f.refreshed_at ELSE {m1} END, "
-                   f"f.first_seen)")
-        raw_age = f"((? - {learned}) / {_DAY})"
-        ages = (f"SELECT f.id AS id, CASE WHEN {raw_age} > 0.0 THEN {raw_age} ELSE 0.0 END AS age, "
+        # (each COALESCE is one of them when any is not NULL); age = max(0.0, days since)
+        c, u, r = "f.created_at", "f.updated_at", "f.refreshed_at"
+        latest = f"max(COALESCE({c}, {u}, {r}), COALESCE({u}, {c}, {r}), COALESCE({r}, {c}, {u}))"
+        learned = f"COALESCE({latest}, f.first_seen)"
+        ages = (f"SELECT f.id AS id, max(0.0, (? - {learned}) / {_DAY}) AS age, "
                 f"c.decay AS d, c.log_decay AS log_d, c.max_age AS max_age "
                 f"FROM facts f CROSS JOIN temp.mw_plain c WHERE c.category = f.category "
                 f"AND +f.status IN ({live}) AND {todo} AND f.access_count = 0 AND f.accessed_at IS NULL "
                 f"AND f.expires_at IS NULL AND f.confirmations = 0{where} {fence}")
-        ages_params = (as_of, as_of, todo_param, *scope_params)
+        ages_params = (as_of, todo_param, *scope_params)
         powers = (f"SELECT id, age, log_d, pow(d, age) AS base, pow(0.5, age / ?) AS cd "
                   f"FROM ({ages}) a WHERE age < max_age {fence}")
         powers_params = (hl, *ages_params)
