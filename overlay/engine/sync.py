@@ -169,7 +169,7 @@ class SyncEngine:
                 batch: int = 5000) -> int:
         """Live facts not yet scored at `as_of` (audit, report; `fact_ids`: just those).
 
-        A rescore of all facts whose first page is full (and at least SQL_RESCORE_MIN) scores
+        A rescore of all facts whose first page holds at least SQL_RESCORE_MIN facts scores
         the plain ones in one SQL UPDATE (store.rescore_plain, the same figures to the bit)
         and the rest here. Rescoring BULK_MIN facts or more (an audit
         or report at a new as-of) also drops the `next_change` index for the rewrite and
@@ -184,7 +184,7 @@ class SyncEngine:
             dropped: list[str] = []
             if fact_ids is None:
                 first = next(pages, [])
-                if len(first) < max(batch, SQL_RESCORE_MIN):   # a few facts (a re-audit at the same as-of)
+                if len(first) < SQL_RESCORE_MIN:   # a few facts (a re-audit at the same as-of)
                     pages = itertools.chain([first], pages)
                 else:
                     pages.close()          # its read ends before the index is dropped
