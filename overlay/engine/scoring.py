@@ -205,6 +205,32 @@ def score_fact(as_of: float, learned_at: float | None, policy: CategoryPolicy,
                               expired_by, confidence, next_change))
 
 
+class PlainConstants(NamedTuple):
+    """What plain_scorer works out once per category: everything in a plain fact's score that
+    does not depend on the fact. The store's set-based rescore (overlay/store/plain_rescore.py)
+    computes score_fact's figures in SQL from these, to the same bits."""
+
+    decay: float                 # decay_factor(half_life_days)
+    log_decay: float             # its natural log (< 0)
+    fresh: float
+    aging: float
+    stale: float
+    confidence_floor: float
+    confidence_half_life: float
+    confidence_start: float      # _confidence_start(initial, 0): never re-confirmed
+
+
+def plain_constants(policy: CategoryPolicy, thresholds: Thresholds,
+                    lifecycle: ConfidencePolicy) -> PlainConstants | None:
+    """The constants of plain_scorer(policy, thresholds, lifecycle); None for a category with
+    `ttl_days` (its facts are scored by score_fact)."""
+    if policy.ttl_days is not None:
+        return None
+    d, log_d = _decay(policy.half_life_days)
+    return PlainConstants(d, log_d, thresholds.fresh, thresholds.aging, thresholds.stale, lifecycle.floor,
+                          lifecycle.half_life_days, _confidence_start(lifecycle.initial, 0))
+
+
 def plain_scorer(policy: CategoryPolicy, thresholds: Thresholds, lifecycle: ConfidencePolicy):
     """score(as_of, learned_at) -> score_fact(as_of, learned_at, policy, thresholds,
     lifecycle=lifecycle) for the usual fact: never accessed, no access count, no expiry of
@@ -215,12 +241,10 @@ def plain_scorer(policy: CategoryPolicy, thresholds: Thresholds, lifecycle: Conf
     for the fact's own arithmetic: score_fact's operations in score_fact's order with the
     access terms (exactly 0.0) left out, hence the same bits (tests/test_scoring_plain.py).
     """
-    if policy.ttl_days is not None:
+    constants = plain_constants(policy, thresholds, lifecycle)
+    if constants is None:
         return None
-    d, log_d = _decay(policy.half_life_days)
-    fresh_at, aging_at, stale_at = thresholds.fresh, thresholds.aging, thresholds.stale
-    floor, conf_half_life = lifecycle.floor, lifecycle.half_life_days
-    start = _confidence_start(lifecycle.initial, 0)     # confidence_after(age, 0)'s start
+    d, log_d, fresh_at, aging_at, stale_at, floor, conf_half_life, start = constants
     log, rnd, new = _log, _round, _new_score
 
     def until(threshold: float, base: float) -> float | None:

@@ -10,7 +10,8 @@ never mark anything deleted: that is the deletion pass's job (`sync_deletions`, 
 only, at a lower frequency).
 
 Every scored fact also gets `next_change`, the epoch at which its label would change
-if nothing else did; `rescore_due()` rescores just the facts whose time has come.
+if nothing else did; `rescore_due()` rescores just the facts whose time has come. Both
+let the overlay's database score the plain facts itself (overlay/store/plain_rescore.py).
 """
 from __future__ import annotations
 
@@ -30,13 +31,21 @@ from memwatch_overlay.connectors.base import Connector, Record, make_ref
 from memwatch_overlay.connectors.registry import make_connector
 from memwatch_overlay.rules.categorize import Categorizer, unknown_categories_warning
 from memwatch_overlay.rules.config import MAPPING_KEYS, Config, SourceConfig
-from memwatch_overlay.overlay.engine.scoring import DAY, CategoryPolicy, Score, plain_scorer, score_fact
+from memwatch_overlay.overlay.engine.scoring import (
+    DAY,
+    CategoryPolicy,
+    Score,
+    plain_constants,
+    plain_scorer,
+    score_fact,
+)
 from memwatch_overlay.overlay.store.compare import SetComparison
 from memwatch_overlay.overlay.store.database import FactRow, OverlayStore, ScoreUpdate
 from memwatch_overlay.core.vocab import LIVE_STATUSES
 
 BATCH = 2000
 BULK_MIN = 50_000   # a full sync past this many records (and a quarter of the overlay) loads in bulk
+SQL_RESCORE_MIN = 1000   # a rescore of this many facts scores the plain ones in SQL (store.rescore_plain)
 RESCORE_CHUNK = 900   # ids per `IN (…)`: well under SQLite's bound-variable limit
 
 
@@ -160,27 +169,32 @@ class SyncEngine:
                 batch: int = 5000) -> int:
         """Live facts not yet scored at `as_of` (audit, report; `fact_ids`: just those).
 
-        Rescoring BULK_MIN facts or more (an audit or report at a new as-of) drops the
-        indexes on scores (store.SCORE_INDEXES: `next_change`, the stalest facts) for the
-        rewrite and builds them again after, in the same transaction: every rescored fact
-        moves in them, in id order, i.e. at random places of
-        the index (at 1M facts that was half of the rescore's CPU). Not on Postgres (see
+        A rescore of all facts whose first page holds at least SQL_RESCORE_MIN facts scores
+        the plain ones in one SQL UPDATE (store.rescore_plain, the same figures to the bit)
+        and the rest here. Rescoring BULK_MIN facts or more (an audit or report at a new
+        as-of) also drops the indexes on scores (store.SCORE_INDEXES: `next_change`, the
+        stalest facts) for the rewrite and builds them again after, in the same transaction:
+        every rescored fact moves in them, in id order, i.e. at random places of the index
+        (at 1M facts that was half of the rescore's CPU). Not on Postgres (see
         drop_bulk_indexes)."""
         store = self.store
-        next_change = partial(self.next_change_at, now=time.time())
+        now = time.time()
+        n = 0
         with store.transaction():
             pages = store.unscored_pages(as_of, source_ids, fact_ids, batch)
             dropped: list[str] = []
-            if fact_ids is None and store.dialect == "sqlite" and store.max_fact_id() >= BULK_MIN:
+            if fact_ids is None:
                 first = next(pages, [])
-                if len(first) < batch:     # less than a page to rescore (a re-audit at the same as-of)
+                if len(first) < SQL_RESCORE_MIN:   # a few facts (a re-audit at the same as-of)
                     pages = itertools.chain([first], pages)
                 else:
                     pages.close()          # its read ends before the index is dropped
-                    if store.count_unscored(as_of, source_ids) >= BULK_MIN:
+                    if (store.dialect == "sqlite" and store.max_fact_id() >= BULK_MIN
+                            and store.count_unscored(as_of, source_ids) >= BULK_MIN):
                         dropped = store.drop_bulk_indexes(store.SCORE_INDEXES)
+                    n = self._rescore_in_sql(as_of, source_ids, ahead=as_of > now + 1.0)
                     pages = store.unscored_pages(as_of, source_ids, fact_ids, batch)
-            n = self._score_pages(pages, as_of, next_change)
+            n += self._score_pages(pages, as_of, partial(self.next_change_at, now=now))
             if dropped:
                 store.create_indexes(dropped)
             return n
@@ -188,9 +202,27 @@ class SyncEngine:
     def rescore_due(self, now: float | None = None, source_ids: list[int] | None = None) -> int:
         """Only facts whose label can have changed by `now` (the daemon's schedule)."""
         now = time.time() if now is None else now
+        floor = now + 1e-3
         with self.store.transaction():
-            return self._score_pages(self.store.due_pages(now, source_ids), now,
-                                     partial(self.next_change_at, now=now), floor=now + 1e-3)
+            n = self._rescore_in_sql(now, source_ids, due=now, floor=floor)
+            return n + self._score_pages(self.store.due_pages(now, source_ids), now,
+                                         partial(self.next_change_at, now=now), floor=floor)
+
+    def _rescore_in_sql(self, as_of: float, source_ids: list[int] | None, *, due: float | None = None,
+                        floor: float | None = None, ahead: bool = False) -> int:
+        """The plain facts (plain_scorer's) of the configured categories, scored by the overlay's
+        database (store.rescore_plain: the same figures to the bit); 0 when it cannot (no math
+        functions in this SQLite, a threshold <= 0). The caller's Python pass scores the rest."""
+        cfg = self.config
+        th = cfg.thresholds
+        if not (th.fresh > 0 and th.aging > 0 and th.stale > 0):
+            return 0
+        constants = {}
+        for name, policy in cfg.categories.items():
+            c = plain_constants(policy, th, cfg.lifecycle)
+            if c is not None:
+                constants[name] = c
+        return self.store.rescore_plain(as_of, constants, source_ids, due=due, floor=floor, ahead=ahead) or 0
 
     def _rescore_pending(self, source_id: int, as_of: float) -> None:
         """Facts the upsert left unscored (their age depends on overlay state)."""

@@ -37,6 +37,7 @@ from memwatch_overlay.overlay.store.facts import (  # noqa: F401 (re-exported: t
     FactsRepo,
 )
 from memwatch_overlay.overlay.store.migrations import MIGRATIONS, SCHEMA_VERSION  # noqa: F401
+from memwatch_overlay.overlay.store.plain_rescore import PlainRescoreRepo
 from memwatch_overlay.overlay.store.reports import REPORT_COLUMNS, ReportRow, ReportsRepo  # noqa: F401
 from memwatch_overlay.overlay.store.runs import RunsRepo
 from memwatch_overlay.overlay.store.schema import MIGRATION_LOCK, SchemaRepo  # noqa: F401
@@ -48,7 +49,7 @@ from memwatch_overlay.overlay.store.vectors import VectorsRepo
 from memwatch_overlay.overlay.store.verdicts import VerdictsRepo
 
 
-class OverlayStore(SchemaRepo, SourcesRepo, FactsRepo, CompareRepo, ScoresRepo, ReportsRepo,
+class OverlayStore(SchemaRepo, SourcesRepo, FactsRepo, CompareRepo, ScoresRepo, PlainRescoreRepo, ReportsRepo,
                    ContradictionsRepo, VectorsRepo, VerdictsRepo, RunsRepo):
     """Opens (and migrates) the overlay database: a SQLite file at `path`, or a
     postgresql:// DSN (overlay/store/postgres_dialect.py runs the same statements there)."""
