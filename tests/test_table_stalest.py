@@ -161,7 +161,7 @@ def test_first_audit_and_a_bulk_rescore_leave_the_index(tmp_path, monkeypatch):
     store = OverlayStore(str(overlay))
     try:
         store.conn.set_trace_callback(statements.append)
-        assert SyncEngine(store, parse_config({})).rescore(AS_OF + 400 * DAY, batch=500) == 3000
+        assert SyncEngine(store, parse_config({})).rescore(AS_OF + 400 * DAY) == 3000
     finally:
         store.close()
     assert 'DROP INDEX "facts_stalest"' in statements
