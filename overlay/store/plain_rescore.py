@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from typing import Mapping
+from typing import Any, Mapping
 
 from memwatch_overlay.core.vocab import LIVE_STATUSES
 from memwatch_overlay.overlay.store.sqlhelpers import RepoBase, scope
@@ -77,7 +77,7 @@ class PlainRescoreRepo(RepoBase):
                     self._sql_math = False
         return self._sql_math
 
-    def rescore_plain(self, as_of: float, constants: Mapping[str, object], source_ids: list[int] | None = None,
+    def rescore_plain(self, as_of: float, constants: Mapping[str, Any], source_ids: list[int] | None = None,
                       *, due: float | None = None, floor: float | None = None, ahead: bool = False) -> int | None:
         """Score at `as_of` the plain live facts of these categories (name -> PlainConstants,
         every threshold > 0) that are not scored at `as_of` (or, with `due`, whose
@@ -150,7 +150,7 @@ class PlainRescoreRepo(RepoBase):
             # write_scores' COPY path: an instant found again up to float rounding is kept (HOT updates)
             next_change = (f"CASE WHEN abs(({floored}) - facts.next_change) < 0.001 THEN facts.next_change "
                            f"ELSE {floored} END")
-            next_params = (floor, floor, floor, floor)
+            next_params: tuple = (floor, floor, floor, floor)
         else:
             next_change, next_params = floored, (floor, floor)
         sql = (f"UPDATE facts SET freshness = s.freshness, label = s.label, age_days = s.age_days, "
