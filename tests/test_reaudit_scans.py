@@ -201,11 +201,17 @@ class Statements:
         return [s for s in self.sql if "scored_as_of IS NOT" in s and "LIMIT 1" not in s]
 
 
+def rescore_calls(monkeypatch) -> list[tuple]:
+    """The positional arguments of every SyncEngine.rescore call from now on (the real one runs)."""
+    calls: list[tuple] = []
+    real = SyncEngine.rescore
+    monkeypatch.setattr(SyncEngine, "rescore", lambda self, *a, **k: calls.append(a) or real(self, *a, **k))
+    return calls
+
+
 def test_unchanged_reaudit_reads_the_facts_once_for_rescore_and_summary(audited, monkeypatch):
     store, overlay, cfg = audited
-    rescores = []
-    real = SyncEngine.rescore
-    monkeypatch.setattr(SyncEngine, "rescore", lambda self, *a, **k: rescores.append(a) or real(self, *a, **k))
+    rescores = rescore_calls(monkeypatch)
     seen = Statements(monkeypatch)
     result = audit(str(store), cfg, as_of=AS_OF, overlay_path=str(overlay))
     result.close()
@@ -219,9 +225,7 @@ def test_unchanged_reaudit_reads_the_facts_once_for_rescore_and_summary(audited,
 
 def test_reaudit_at_a_new_as_of_rescores_without_a_wasted_summary_scan(audited, monkeypatch):
     store, overlay, cfg = audited
-    rescores = []
-    real = SyncEngine.rescore
-    monkeypatch.setattr(SyncEngine, "rescore", lambda self, *a, **k: rescores.append(a) or real(self, *a, **k))
+    rescores = rescore_calls(monkeypatch)
     seen = Statements(monkeypatch)
     result = audit(str(store), cfg, as_of=AS_OF + DAY, overlay_path=str(overlay))
     result.close()
@@ -238,9 +242,7 @@ def test_report_of_an_unchanged_overlay_skips_the_rescore(audited, monkeypatch):
     before = overlay_report(cfg, overlay_path=str(overlay), as_of=AS_OF)
     expected = report(before)
     before.close()
-    rescores = []
-    real = SyncEngine.rescore
-    monkeypatch.setattr(SyncEngine, "rescore", lambda self, *a, **k: rescores.append(a) or real(self, *a, **k))
+    rescores = rescore_calls(monkeypatch)
     result = overlay_report(cfg, overlay_path=str(overlay), as_of=AS_OF)
     try:
         assert report(result) == expected

@@ -154,6 +154,9 @@ CHANGES = {
     "a changed subject": ("UPDATE memories SET user_id = 'u99' WHERE id = 10", True),
     "an emptied subject": ("UPDATE memories SET user_id = '' WHERE id = 11", True),
     "an integer subject": ("UPDATE memories SET user_id = 7 WHERE id = 24", True),
+    "a NULL subject": ("UPDATE memories SET user_id = NULL WHERE id = 4", True),
+    "an upper-case subject": ("UPDATE memories SET user_id = upper(user_id) WHERE id = 6", True),
+    "a blank subject": ("UPDATE memories SET user_id = '   ' WHERE id = 7", True),
     "an access count": ("UPDATE memories SET hits = 3 WHERE id = 12", True),
     "a later created_at": ("UPDATE memories SET created_at = '2026-01-01 00:00:01' WHERE id = 13", True),
     "an impossible date": ("UPDATE memories SET created_at = '2025-12-32 00:00:00' WHERE id = 16", True),
@@ -166,6 +169,7 @@ CHANGES = {
     "a date alone": ("UPDATE memories SET created_at = '2026-01-01' WHERE id = 15", False),
     "a time with a zone": ("UPDATE memories SET created_at = '2026-01-01T01:00:00+01:00' WHERE id = 18", False),
     "a blob text": ("UPDATE memories SET fact = CAST('fact number 23' AS BLOB) WHERE id = 23", False),
+    "a blob subject of the same text": ("UPDATE memories SET user_id = CAST(user_id AS BLOB) WHERE id = 5", False),
     "an unchanged store": ("SELECT 1", False),
 }
 
