@@ -102,7 +102,10 @@ class PlainRescoreRepo(RepoBase):
         conn.execute("DELETE FROM temp.mw_plain")
         return n
 
-    def _plain_update(self, as_of, c, source_ids, due, floor, ahead) -> tuple[str, tuple]:
+    def _plain_update(self, as_of: float, c, source_ids: list[int] | None, due: float | None,
+                      floor: float | None, ahead: bool) -> tuple[str, tuple]:
+        """The UPDATE of rescore_plain and its parameters; `c`: one category's PlainConstants
+        (the thresholds and the confidence lifecycle are the same for every category)."""
         fence = _FENCE[self.dialect]
         fresh, aging, stale = float(c.fresh), float(c.aging), float(c.stale)
         lo, hl, start = float(c.confidence_floor), float(c.confidence_half_life), float(c.confidence_start)
@@ -115,8 +118,8 @@ class PlainRescoreRepo(RepoBase):
         live = ", ".join(f"'{s}'" for s in LIVE_STATUSES)
         # learned = max(created_at, updated_at, refreshed_at) over those not NULL, else first_seen
         # (each COALESCE is one of them when any is not NULL); age = max(0.0, days since)
-        c, u, r = "f.created_at", "f.updated_at", "f.refreshed_at"
-        latest = f"max(COALESCE({c}, {u}, {r}), COALESCE({u}, {c}, {r}), COALESCE({r}, {c}, {u}))"
+        cr, up, rf = "f.created_at", "f.updated_at", "f.refreshed_at"
+        latest = f"max(COALESCE({cr}, {up}, {rf}), COALESCE({up}, {cr}, {rf}), COALESCE({rf}, {cr}, {up}))"
         learned = f"COALESCE({latest}, f.first_seen)"
         ages = (f"SELECT f.id AS id, max(0.0, (? - {learned}) / {_DAY}) AS age, "
                 f"c.decay AS d, c.log_decay AS log_d, c.max_age AS max_age "
