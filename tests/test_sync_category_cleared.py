@@ -289,3 +289,26 @@ def test_a_v9_overlay_keeps_its_facts_and_rewrites_only_facts_given_a_category_o
     source_sql(store, "UPDATE memories SET kind = NULL WHERE id = 1")
     run_audit(store, overlay, cfg)
     assert categories(overlay)["bot:memories:1"] == "general" and len(writes(overlay)) == 1
+
+
+def test_an_export_carries_the_given_category_and_its_import_rewrites_nothing(tmp_path):
+    from memwatch_overlay.overlay.store.backup import export_file, import_file
+
+    store, overlay, copy = tmp_path / "bot.db", tmp_path / "overlay.db", tmp_path / "copy.db"
+    make_store(store)
+    cfg = config_for(store)
+    run_audit(store, overlay, cfg)
+    with OverlayStore(str(overlay)) as ov:
+        export_file(ov, tmp_path / "export.jsonl")
+    lines = [json.loads(ln) for ln in (tmp_path / "export.jsonl").read_text().splitlines()]
+    facts = {f["ref"]: f for f in lines if f["type"] == "fact"}
+    assert facts["bot:memories:1"]["category_given"] == "employment"
+    assert "category_given" not in facts["bot:memories:2"]          # none given: the line is as before v10
+    with OverlayStore(str(copy)) as ov:
+        import_file(ov, tmp_path / "export.jsonl")
+    count_writes(copy)
+    run_audit(store, copy, cfg)
+    assert writes(copy) == []
+    source_sql(store, "UPDATE memories SET kind = NULL WHERE id = 1")
+    run_audit(store, copy, cfg)
+    assert categories(copy)["bot:memories:1"] == "general"
