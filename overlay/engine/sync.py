@@ -582,8 +582,7 @@ class SyncEngine:
             return new_row(FactRow, (
                 source_id, rec.table, pk_text or pk_json(pk), make_ref(rec.source, rec.table, pk),   # ..ref
                 rec.subject, rec.key, rec.text, category, given, created, updated,    # subject..updated_at
-                rec.accessed_at,
-                rec.access_count, rec.expires_at, content_hash(rec), now, now,   # access_count..last_seen
+                rec.accessed_at, rec.access_count, rec.expires_at, content_hash(rec), now, now,  # ..last_seen
                 sync_no, sync_no, status, freshness, label, age, left, until,    # seen_sync..days_until_expired
                 expired_by, as_of, confidence, nxt))                             # expired_by..next_change
 
@@ -647,8 +646,7 @@ class SyncEngine:
                 append(new_row(FactRow, (
                     source_id, table, pk_prefix + enc(value) + "}", prefix + value,   # ..ref
                     subject, key, text, category, given, created, updated,          # subject..updated_at
-                    None,
-                    rec.access_count, None, digest, now, now,                        # access_count..last_seen
+                    None, rec.access_count, None, digest, now, now,                  # accessed_at..last_seen
                     sync_no, sync_no, status, freshness, label, age, left, until,    # seen_sync..days_until_expired
                     None, as_of, confidence, nxt)))                                  # expired_by..next_change
             return rows
