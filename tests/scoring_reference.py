@@ -165,6 +165,7 @@ def ref_score_row(config, row, as_of: float) -> tuple:
 
 def ref_fact_row(engine, rec: Record, source_id: int, sync_no: int, now: float, as_of: float) -> tuple:
     """SyncEngine._fact_row: the facts row upsert_facts() takes for one record."""
+    given = rec.category or None            # facts.category_given: what the source gave
     category = engine.categorizer.categorize(rec.source, rec.key, rec.text, rec.category)
     rec.category = category
     learned = ref_learned_at(rec)
@@ -173,7 +174,7 @@ def ref_fact_row(engine, rec: Record, source_id: int, sync_no: int, now: float, 
     freshness, label, age_days, days_left, days_until_expired, expired_by, confidence, next_days = s
     nxt = ref_next_change_at(as_of, next_days, now) if rec.status in LIVE_STATUSES else None
     return (source_id, rec.table, ref_pk_json(rec.pk), ref_make_ref(rec.source, rec.table, rec.pk), rec.subject,
-            rec.key, rec.text, category, rec.created_at, rec.updated_at, rec.accessed_at, rec.access_count,
+            rec.key, rec.text, category, given, rec.created_at, rec.updated_at, rec.accessed_at, rec.access_count,
             rec.expires_at, ref_content_hash(rec), now, now, sync_no, sync_no, rec.status,
             freshness, label, age_days, days_left, days_until_expired, expired_by, as_of, confidence, nxt)
 

@@ -182,9 +182,9 @@ def test_fact_rows_equal_the_reference(tmp_path, config, clock):
         now = as_of + 3600 if clock == "past" else as_of - 5 * DAY   # "ahead": --as-of after the clock
         got, want = fact_rows(engine, synthetic_records(random.Random(17), as_of, 6000), now, as_of)
         assert_same_rows(got, want)
-        assert {row[20] for row in got} == {"fresh", "aging", "stale", "expired"}      # labels
+        assert {row.label for row in got} == {"fresh", "aging", "stale", "expired"}      # labels
         has_ttl = any(p.ttl_days is not None for p in config.categories.values())
-        assert {row[24] for row in got} == ({None, "ttl", "source"} if has_ttl else {None, "source"})  # expired_by
+        assert {row.expired_by for row in got} == ({None, "ttl", "source"} if has_ttl else {None, "source"})  # expired_by
     finally:
         store.close()
 

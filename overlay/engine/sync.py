@@ -522,14 +522,18 @@ class SyncEngine:
         (seen_sync, last_seen) and what the sync recomputes anyway (contradicted status, scores
         at a new as_of). Only valid when the configuration is the one the facts were
         categorised and scored with (the source's fingerprint): a record without a category
-        of its own then gets the category it got before."""
+        of its own then gets the category it got before, provided it had none of its own
+        before either: the category the source gave (facts.category_given, NULL for none) is
+        compared too, so a category column cleared, set or changed is a change even when the
+        text is not (a cleared one falls back to the rules' category)."""
         categorize = self.categorizer.categorize
 
         def unchanged(rec: Record, old: tuple) -> bool:
-            _, tbl, subject, key, text, category, created, updated, accessed, count, expires, status, digest = old
+            (_, tbl, subject, key, text, category, given, created, updated, accessed, count, expires, status,
+             digest) = old
             if not (text == rec.text and key == rec.key and subject == rec.subject and created == rec.created_at
                     and updated == rec.updated_at and expires == rec.expires_at and accessed == rec.accessed_at
-                    and count == rec.access_count and tbl == rec.table):
+                    and count == rec.access_count and tbl == rec.table and given == (rec.category or None)):
                 return False
             if rec.category and categorize(rec.source, rec.key, rec.text, rec.category) != category:
                 return False
@@ -556,8 +560,9 @@ class SyncEngine:
 
         def fact_row(rec: Record, pk_text: str | None = None, category: str | None = None) -> FactRow:
             # `category`: the one categorize() gave this record already (page_rows)
+            given = rec.category or None        # what the source gave (facts.category_given)
             if category is None:
-                category = categorize(rec.source, rec.key, rec.text, rec.category)
+                category = categorize(rec.source, rec.key, rec.text, given)
             rec.category = category
             policy = policies.get(category)
             if policy is None:
@@ -576,8 +581,8 @@ class SyncEngine:
             # cost); a field added to FactRow fails the upsert's binding count and test_sync_rows
             return new_row(FactRow, (
                 source_id, rec.table, pk_text or pk_json(pk), make_ref(rec.source, rec.table, pk),   # ..ref
-                rec.subject, rec.key, rec.text, category, created, updated, rec.accessed_at,  # subject..accessed_at
-                rec.access_count, rec.expires_at, content_hash(rec), now, now,   # access_count..last_seen
+                rec.subject, rec.key, rec.text, category, given, created, updated,    # subject..updated_at
+                rec.accessed_at, rec.access_count, rec.expires_at, content_hash(rec), now, now,  # ..last_seen
                 sync_no, sync_no, status, freshness, label, age, left, until,    # seen_sync..days_until_expired
                 expired_by, as_of, confidence, nxt))                             # expired_by..next_change
 
@@ -617,7 +622,7 @@ class SyncEngine:
                 if value.__class__ is not str or name.__class__ is not str:
                     append(fact_row(rec, None, category))
                     continue
-                rec.category = category
+                given, rec.category = rec.category or None, category
                 source, table = rec.source, rec.table
                 prefix = ref_prefixes.get((source, table))
                 if prefix is None:
@@ -640,8 +645,8 @@ class SyncEngine:
                                  digest_size=12).hexdigest()
                 append(new_row(FactRow, (
                     source_id, table, pk_prefix + enc(value) + "}", prefix + value,   # ..ref
-                    subject, key, text, category, created, updated, None,            # subject..accessed_at
-                    rec.access_count, None, digest, now, now,                        # access_count..last_seen
+                    subject, key, text, category, given, created, updated,          # subject..updated_at
+                    None, rec.access_count, None, digest, now, now,                  # accessed_at..last_seen
                     sync_no, sync_no, status, freshness, label, age, left, until,    # seen_sync..days_until_expired
                     None, as_of, confidence, nxt)))                                  # expired_by..next_change
             return rows

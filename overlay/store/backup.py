@@ -29,6 +29,10 @@ from memwatch_overlay.overlay.store.database import SCHEMA_VERSION, OverlayStore
 FORMAT = "memwatch-overlay-export"
 _HIDDEN = {"sources": {"id"}, "facts": {"id", "source_id"}, "contradictions": {"id", "older_id", "newer_id"},
            "runs": {"id"}}
+# Columns a fact line carries only when they are not NULL (an import reads a missing one as
+# NULL): `category_given` (v10) is NULL for every fact whose source gives no category and for
+# every fact an older overlay held, so their exports stay byte for byte what they were.
+_OMITTED_WHEN_NULL = frozenset({"category_given"})
 
 
 def _columns(store: OverlayStore, table: str) -> list[str]:
@@ -52,7 +56,8 @@ def export_overlay(store: OverlayStore, out: IO[str]) -> dict:
         for row in store.conn.execute(
                 f"SELECT s.name, {', '.join('f.' + c for c in cols)} FROM facts f "
                 "JOIN sources s ON s.id = f.source_id ORDER BY f.id"):
-            out.write(_line({"type": "fact", "source": row[0], **dict(zip(cols, row[1:]))}))
+            fact = {c: v for c, v in zip(cols, row[1:]) if v is not None or c not in _OMITTED_WHEN_NULL}
+            out.write(_line({"type": "fact", "source": row[0], **fact}))
             counts["fact"] += 1
         cols = _columns(store, "contradictions")
         for row in store.conn.execute(

@@ -20,8 +20,8 @@ connector's tuple path reads as itself:
   text is parsed by Python to exactly that epoch;
 - the key: the pk_json() text, built for integer values and for printable-ASCII text
   without quote or backslash (anything else is not matched);
-- a mapped category column: NULL or empty only (a category of the row's own is
-  re-categorised in Python);
+- a mapped category column: NULL or empty only, and the fact given none before
+  (`category_given` NULL); a category of the row's own is re-categorised in Python;
 - status `active` only (a forgotten, contradicted or deleted fact is judged in Python).
 
 Run outside the sync's transaction, in autocommit, one statement per page of source rows:
@@ -219,7 +219,8 @@ def _same_sql(spec) -> tuple[str, tuple]:
                      f"OR (f.{name} IS NULL AND ({v} IS NULL OR {v} = '')))")
     if "category" in fields:
         v = f"s.{fields['category'].sql}"
-        conds.append(f"({v} IS NULL OR {v} = '')")
+        # and the fact was not given one either (a cleared column is a change: migrations/v10)
+        conds.append(f"({v} IS NULL OR {v} = '') AND f.category_given IS NULL")
     if "access_count" in fields:
         v = f"s.{fields['access_count'].sql}"
         conds.append(f"f.access_count = coalesce({v}, 0) AND typeof({v}) IN ('integer', 'null')")

@@ -26,6 +26,7 @@ class FactRow(NamedTuple):
     key: str | None
     text: str
     category: str
+    category_given: str | None   # the category text the source gave (NULL: none; migrations/v10)
     created_at: float | None
     updated_at: float | None
     accessed_at: float | None
@@ -207,8 +208,8 @@ class FactsRepo(RepoBase):
 
     # -- facts a full read saw unchanged (nothing written for them) ------------------------
     # (pk, then the columns compared with a record: UNCHANGED_COLUMNS)
-    UNCHANGED_COLUMNS = ("id", "tbl", "subject", "key", "text", "category", "created_at", "updated_at",
-                         "accessed_at", "access_count", "expires_at", "status", "content_hash")
+    UNCHANGED_COLUMNS = ("id", "tbl", "subject", "key", "text", "category", "category_given", "created_at",
+                         "updated_at", "accessed_at", "access_count", "expires_at", "status", "content_hash")
 
     def stored_for_compare(self, source_id: int, pks: list[str]) -> dict[str, tuple]:
         """{pk: (UNCHANGED_COLUMNS…)} of the source's stored facts with these keys (index lookups)."""
