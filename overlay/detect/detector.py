@@ -205,6 +205,19 @@ class Detector:
         return ({("topic", t) for t in self.learned.topics_of(text, self._own_key(fact))},
                 {("topic", t) for t in self.learned.wants_of(text, self._looks_wide(fact))})
 
+    def prefetch_topics(self, facts: Iterable[FactView]) -> None:
+        """Let the learned layer estimate, in one batch, the topics ``learned_terms`` will
+        ask for of these facts (a block's, known before its walk): each one's text with its
+        key (as the older fact) and its text alone (as the newer one)."""
+        if self.learned is None:
+            return
+        texts = []
+        for f in facts:
+            text = self._capped(f.text)
+            texts.append(self.learned.old_text(text, self._own_key(f)))
+            texts.append(text)
+        self.learned.prefetch(texts)
+
     def _looks_wide(self, fact: FactView) -> bool:
         """Whether the learned layer lets ``fact``, as the newer fact, look for its wider set
         of topics (Learned.wants_of): only when the rules read no slot in it. Where they
