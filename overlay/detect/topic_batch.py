@@ -156,31 +156,33 @@ class TopicBatch:
         counted over all the buckets of the text (two words may share one)."""
         if not parsed.occ:
             return np.zeros((n, self.size), dtype=np.float64)
-        # each distinct word's buckets, padded to one width (-1), and the sum of their rows
+        # each distinct word's buckets, flat, and the sum of the rows of those the model weighs
         word = self._word
         hs = [word(w) for w in parsed.words]
-        width = max(map(len, hs))
-        wb = np.full((len(hs), width), -1, dtype=np.int64)
-        for i, h in enumerate(hs):
-            wb[i, :len(h)] = h
-        rows_w_t = np.ascontiguousarray(self._w[np.where(wb >= 0, self._row_of[np.maximum(wb, 0)], 0)].sum(axis=1).T)
+        lens = np.fromiter(map(len, hs), dtype=np.int64, count=len(hs))
+        flat = np.fromiter((h for t in hs for h in t), dtype=np.int64, count=int(lens.sum()))
+        starts = np.cumsum(lens) - lens
+        rows = self._row_of[flat]
+        weighed = rows > 0
+        rows_w_t = _segment_sums(np.repeat(np.arange(len(hs), dtype=np.int64), lens)[weighed],
+                                 self._wt[:, rows[weighed]], len(hs)).T.copy()
         occ = np.asarray(parsed.occ, dtype=np.int64)
         pairs = np.asarray(parsed.pairs, dtype=np.int64)
         text_w = _segments(parsed.w_ends)
         text_p = _segments(parsed.p_ends)
-        # the length of each text's counts by bucket
-        ob = wb[occ]
-        keep = ob >= 0
-        keys = np.concatenate((np.broadcast_to(text_w[:, None], ob.shape)[keep] * self.buckets + ob[keep],
-                               text_p * self.buckets + pairs))
+        # the length of each text's counts by bucket: every bucket of every word occurrence
+        # (its word's run of `flat`) and of every word pair, counted by (text, bucket)
+        per = lens[occ]
+        ends = np.cumsum(per)
+        at = np.arange(int(ends[-1]), dtype=np.int64) + np.repeat(starts[occ] - (ends - per), per)
+        keys = np.concatenate((np.repeat(text_w, per) * self.buckets + flat[at], text_p * self.buckets + pairs))
         keys, cnt = np.unique(keys, return_counts=True)
         c = cnt.astype(np.float64)
         norm = np.sqrt(np.bincount(keys // self.buckets, weights=c * c, minlength=n))
         norm[norm == 0.0] = 1.0
-        # the numerator: word rows by occurrence, pair rows, summed per text
-        z = _segment_sums(text_w, rows_w_t[:, occ], n)
-        if len(pairs):
-            z += _segment_sums(text_p, self._wt[:, self._row_of[pairs]], n)
+        # the numerator: word rows by occurrence and pair rows, summed per text
+        z = _segment_sums(np.concatenate((text_w, text_p)),
+                          np.concatenate((rows_w_t[:, occ], self._wt[:, self._row_of[pairs]]), axis=1), n)
         z /= norm[:, None]
         return z
 
@@ -197,7 +199,7 @@ class TopicBatch:
         zero = self._zero
         u = np.asarray([units.get(w, zero) if w in units else self._unit_vector(w)
                         for w in parsed.dwords], dtype=np.float64)
-        s = _segment_sums(_segments(parsed.d_ends), np.ascontiguousarray(u.T)[:, parsed.docc], n)
+        s = _segment_sums(_segments(parsed.d_ends), u[parsed.docc].T, n)
         norm = np.sqrt(np.einsum("ij,ij->i", s, s))
         norm[norm == 0.0] = np.inf                  # no known word: no word-vector features
         return (s * (self._scale / norm)[:, None]) @ self._dense
@@ -243,6 +245,7 @@ def _segment_sums(seg: np.ndarray, cols: np.ndarray, n: int) -> np.ndarray:
     """Row ``i`` the sum of the items of segment ``i`` (``seg``: each item's) of the rows of
     ``cols`` (one row per column of the result: gathered by topic, each is contiguous), added
     in order, a column at a time (``np.add.reduceat`` over the transpose's rows is slower)."""
+    cols = np.ascontiguousarray(cols)       # a fancy-indexed gather may come out column-major
     out = np.empty((len(cols), n), dtype=np.float64)
     for c, col in enumerate(cols):
         out[c] = np.bincount(seg, weights=col, minlength=n)
