@@ -59,7 +59,7 @@ WANT_MIN = 0.1       # ... at least this likely may meet one the older text offe
 # (a topic model may carry its own four values, fitted with it: its "gate" entry, train_detector)
 SIM_GATE = 0.3       # ... or, in the embeddings mode, when the texts are at least this similar
 DENSE_SCALE = 1.0    # weight of a text's static word vector among the topic model's features
-TOPIC_CACHE = 32768  # texts whose topics are kept (a block of 10,000 keyed memories reads 20,000)
+TOPIC_CACHE = 65536  # texts whose topics are kept (a block of 20,000 keyed memories reads 40,000)
 CUES = ("change", "ending", "start", "hedge", "question", "other_person", "past_habit",
         "temporary", "addition", "still", "negation")
 
@@ -258,7 +258,7 @@ class Learned:
         self._ending: dict[str, bool] = {}
         self.estimator = TopicEstimator(self.topics)
         self._batch: topic_batch.TopicBatch | None = None     # made on first use (numpy)
-        self._masks: dict[int, frozenset[str]] = {}
+        self._masks: dict[tuple[int, int, int], tuple[str, frozenset[str], frozenset[str]]] = {}
         # the probabilities of the multi- and single-valued topics, picked out of a distribution
         self._multi_of = _picker(sorted(self.multi))
         self._single_of = _picker(sorted(self.single))
@@ -299,26 +299,30 @@ class Learned:
             return
         top, sure, (tops_mask, wants_mask) = self._batch.decide(
             p, ((self.top_k, self.topic_min), (self.want_k, self.want_min)))
-        classes, width = self.topics.classes, p.shape[1] * 8
+        width = p.shape[1] * 8
         raw = memoryview(p.tobytes())
-        for i, (text, t, ok, tm, wm) in enumerate(zip(todo, top.tolist(), sure.tolist(),
-                                                      tops_mask.tolist(), wants_mask.tolist())):
+        decisions = self._masks
+        for i, (text, ok, key) in enumerate(zip(todo, sure.tolist(),
+                                                zip(top.tolist(), tops_mask.tolist(), wants_mask.tolist()))):
             if not ok:          # not certain: the reference decides, as in _decided
                 cache[text] = self._decided(text, p[i].tolist())
                 continue
-            tops, wants = self._masked(tm), self._masked(wm)
-            if self.near and tops:
-                wants = self._with_near(wants, tops)
+            got = decisions.get(key)
+            if got is None:
+                got = decisions[key] = self._masked(*key)
             row = array("d")
             row.frombytes(raw[i * width:(i + 1) * width])
-            cache[text] = (row, classes[t], tops, wants)
+            cache[text] = (row, *got)
 
-    def _masked(self, mask: int) -> frozenset[str]:
-        """``_named`` of the classes of a bit mask (bit c: class c)."""
-        got = self._masks.get(mask)
-        if got is None:
-            got = self._masks[mask] = self._named(tuple(c for c in range(len(self.topics.classes)) if mask >> c & 1))
-        return got
+    def _masked(self, top: int, tops_mask: int, wants_mask: int) -> tuple[str, frozenset[str], frozenset[str]]:
+        """(top topic, likeliest topics, wanted topics) from a class index and two bit masks
+        (bit c: class c), as ``_decided`` names them."""
+        classes = self.topics.classes
+        tops = self._named(tuple(c for c in range(len(classes)) if tops_mask >> c & 1))
+        wants = self._named(tuple(c for c in range(len(classes)) if wants_mask >> c & 1))
+        if self.near and tops:
+            wants = self._with_near(wants, tops)
+        return classes[top], tops, wants
 
     def _decided(self, text: str, p: Sequence[float]) -> tuple[Sequence[float], str, frozenset[str], frozenset[str]]:
         """``_topics`` of a text from estimated probabilities ``p``: decided on them where

@@ -33,7 +33,7 @@ else:
 
 USE_NUMPY = True        # the switch: False runs the per-text estimate only, as without numpy
 MIN_BATCH = 64          # fewer texts than this go through the per-text estimate
-CHUNK = 4096            # texts computed in one product (bounds the arrays' memory)
+CHUNK = 8192            # texts computed in one product (bounds the arrays' memory)
 _CACHE = 50_000         # words (and word pairs) whose buckets / unit vectors are kept
 _tried = False
 
@@ -67,10 +67,10 @@ class TopicBatch:
         # bucket -> row of the compact matrix (0: a zero row, for the buckets nothing weighs)
         self._row_of = np.zeros(model.buckets, dtype=np.int64)
         w = np.zeros((len(weighed) + 1, self.size), dtype=np.float64)
-        for r, h in enumerate(weighed, start=1):
-            self._row_of[h] = r
-            for c, wt in model.w[h]:
-                w[r, c] = wt
+        self._row_of[weighed] = np.arange(1, len(weighed) + 1)
+        sparse = [model.w[h] for h in weighed]
+        w[np.repeat(np.arange(1, len(weighed) + 1), [len(s) for s in sparse]),
+          [c for s in sparse for c, _ in s]] = [x for s in sparse for _, x in s]
         self._w, self._wt = w, np.ascontiguousarray(w.T)     # by bucket; by topic (to gather columns)
         wv = model.wordvec
         self.wordvec = wv
