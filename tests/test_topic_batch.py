@@ -31,10 +31,11 @@ def _all_texts() -> list[str]:
 
 @pytest.fixture
 def learned():
-    """The shipped learned layer with empty topic caches (restored empty after)."""
+    """The shipped learned layer with empty topic caches and no batch yet (emptied after)."""
     m = load_learned()
     m._topic_cache.clear()
     m._info.clear()
+    m._batch = None
     yield m
     m._topic_cache.clear()
     m._info.clear()
@@ -123,6 +124,7 @@ def _findings(store, overlay) -> list[tuple]:
 
 
 def test_the_batch_and_the_per_text_estimate_find_the_same(tmp_path, monkeypatch, learned):
+    monkeypatch.setattr(topic_batch, "MIN_BATCH", 100)      # a block of ~1,200 texts is batched
     store, n = _one_user_store(tmp_path)
     estimated: list[str] = []
     probs = TopicEstimator.probs
@@ -143,6 +145,7 @@ def test_each_distinct_text_is_batched_once_per_block(tmp_path, monkeypatch, lea
     """Counted, not timed: the block's texts (each fact's key and text as the older fact,
     its text alone as the newer one) go through one batch, each distinct one once; the
     per-text estimate computes none of them."""
+    monkeypatch.setattr(topic_batch, "MIN_BATCH", 100)
     store, n = _one_user_store(tmp_path)
     batched: list[str] = []
     probs = topic_batch.TopicBatch.probs
@@ -160,6 +163,23 @@ def test_each_distinct_text_is_batched_once_per_block(tmp_path, monkeypatch, lea
     assert batched == [] and estimated == []
 
 
-def test_a_few_texts_leave_numpy_unloaded_and_go_text_by_text(learned):
-    learned.prefetch(["Works at Acme", "Lives in Leeds"])
-    assert learned._topic_cache == {}
+def test_a_small_block_goes_text_by_text(tmp_path, monkeypatch, learned):
+    """Below MIN_BATCH texts the batch would cost more than it saves (loading numpy and the
+    model's matrices): a store of a few hundred memories is estimated text by text."""
+    store, _ = _one_user_store(tmp_path)
+    made = []
+    monkeypatch.setattr(topic_batch, "TopicBatch", lambda model: made.append(model))
+    assert len(_findings(store, tmp_path / "o.db")) > 20
+    assert made == [] and learned._batch is None
+
+
+def test_comparing_a_few_facts_does_not_load_numpy():
+    import subprocess
+    import sys
+    code = ("import sys\n"
+            "from memwatch_overlay.overlay.detect.learned import load_learned\n"
+            "m = load_learned()\n"
+            "m.prefetch(['employer: Works at Acme %d' % i for i in range(100)])\n"
+            "print(len(m._topic_cache), 'numpy' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["0", "False"]
