@@ -34,7 +34,7 @@ else:
 USE_NUMPY = True        # the switch: False runs the per-text estimate only, as without numpy
 MIN_BATCH = 4096        # fewer texts go through the per-text estimate (loading numpy and the
                         # model's matrices, ~0.1 CPU s, pays off from a few thousand texts)
-CHUNK = 4096            # texts computed in one product (bounds the arrays' memory)
+CHUNK = 16384            # texts computed in one product (bounds the arrays' memory)
 _CACHE = 50_000         # words (and word pairs) whose buckets / unit vectors are kept
 _tried = False
 
@@ -166,7 +166,7 @@ class TopicBatch:
         rows = self._row_of[flat]
         weighed = rows > 0
         rows_w_t = _segment_sums(np.repeat(np.arange(len(hs), dtype=np.int64), lens)[weighed],
-                                 self._wt[:, rows[weighed]], len(hs)).T.copy()
+                                 np.take(self._wt, rows[weighed], axis=1), len(hs)).T
         occ = np.asarray(parsed.occ, dtype=np.int64)
         pairs = np.asarray(parsed.pairs, dtype=np.int64)
         text_w = _segments(parsed.w_ends)
@@ -183,7 +183,8 @@ class TopicBatch:
         norm[norm == 0.0] = 1.0
         # the numerator: word rows by occurrence and pair rows, summed per text
         z = _segment_sums(np.concatenate((text_w, text_p)),
-                          np.concatenate((rows_w_t[:, occ], self._wt[:, self._row_of[pairs]]), axis=1), n)
+                          np.concatenate((np.take(rows_w_t, occ, axis=1),
+                                          np.take(self._wt, self._row_of[pairs], axis=1)), axis=1), n)
         z /= norm[:, None]
         return z
 
@@ -200,7 +201,7 @@ class TopicBatch:
         zero = self._zero
         u = np.asarray([units.get(w, zero) if w in units else self._unit_vector(w)
                         for w in parsed.dwords], dtype=np.float64)
-        s = _segment_sums(_segments(parsed.d_ends), u[parsed.docc].T, n)
+        s = _segment_sums(_segments(parsed.d_ends), np.take(np.ascontiguousarray(u.T), parsed.docc, axis=1), n)
         norm = np.sqrt(np.einsum("ij,ij->i", s, s))
         norm[norm == 0.0] = np.inf                  # no known word: no word-vector features
         return (s * (self._scale / norm)[:, None]) @ self._dense
@@ -229,7 +230,7 @@ class TopicBatch:
                 known.append(w)
         if not known:
             return
-        acc = _segment_sums(_segments(ends), self._pieces_t[:, flat].astype(np.float64), len(ends))
+        acc = _segment_sums(_segments(ends), np.take(self._pieces_t, flat, axis=1).astype(np.float64), len(ends))
         norm = np.sqrt(np.einsum("ij,ij->i", acc, acc))
         for w, a, nm in zip(known, acc, norm):
             if nm > 0.0:
@@ -246,7 +247,7 @@ def _segment_sums(seg: np.ndarray, cols: np.ndarray, n: int) -> np.ndarray:
     """Row ``i`` the sum of the items of segment ``i`` (``seg``: each item's) of the rows of
     ``cols`` (one row per column of the result: gathered by topic, each is contiguous), added
     in order, a column at a time (``np.add.reduceat`` over the transpose's rows is slower)."""
-    cols = np.ascontiguousarray(cols)       # a fancy-indexed gather may come out column-major
+    cols = np.ascontiguousarray(cols)       # (np.take along axis 1 keeps a gather row-major)
     out = np.empty((len(cols), n), dtype=np.float64)
     for c, col in enumerate(cols):
         out[c] = np.bincount(seg, weights=col, minlength=n)
