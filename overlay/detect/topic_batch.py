@@ -14,9 +14,10 @@ computed for all of them in a few array operations:
 
 The sums are added in another order than the reference's, so the probabilities differ from
 it by rounding alone (``tests/test_topic_batch.py`` bounds it at 1e-12, as for the
-estimate); decisions taken on them pass ``certain`` like the estimate's, and where they are
-not certain the reference decides. Without numpy, ``batch_probs`` is not used (``np`` is
-None) and every text goes through ``TopicEstimator`` as before.
+estimate); decisions taken on them pass ``certain`` like the estimate's (``decide``: the same
+tests on all rows at once), and where they are not certain the reference decides. Without
+numpy (or with ``USE_NUMPY`` off, or for a block of fewer than ``MIN_BATCH`` texts) every
+text goes through ``TopicEstimator`` as before, and numpy is never imported.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ else:
 USE_NUMPY = True        # the switch: False runs the per-text estimate only, as without numpy
 MIN_BATCH = 4096        # fewer texts go through the per-text estimate (loading numpy and the
                         # model's matrices, ~0.1 CPU s, pays off from a few thousand texts)
-CHUNK = 16384            # texts computed in one product (bounds the arrays' memory)
+CHUNK = 16384           # texts computed in one product (bounds the arrays' memory)
 _CACHE = 50_000         # words (and word pairs) whose buckets / unit vectors are kept
 _tried = False
 
@@ -166,7 +167,7 @@ class TopicBatch:
         rows = self._row_of[flat]
         weighed = rows > 0
         rows_w_t = _segment_sums(np.repeat(np.arange(len(hs), dtype=np.int64), lens)[weighed],
-                                 np.take(self._wt, rows[weighed], axis=1), len(hs)).T
+                                 self._wt, rows[weighed], len(hs)).T
         occ = np.asarray(parsed.occ, dtype=np.int64)
         pairs = np.asarray(parsed.pairs, dtype=np.int64)
         text_w = _segments(parsed.w_ends)
@@ -182,9 +183,9 @@ class TopicBatch:
         norm = np.sqrt(np.bincount(keys // self.buckets, weights=c * c, minlength=n))
         norm[norm == 0.0] = 1.0
         # the numerator: word rows by occurrence and pair rows, summed per text
-        z = _segment_sums(np.concatenate((text_w, text_p)),
-                          np.concatenate((np.take(rows_w_t, occ, axis=1),
-                                          np.take(self._wt, self._row_of[pairs], axis=1)), axis=1), n)
+        z = _segment_sums(text_w, rows_w_t, occ, n)
+        if len(pairs):
+            z += _segment_sums(text_p, self._wt, self._row_of[pairs], n)
         z /= norm[:, None]
         return z
 
@@ -201,7 +202,7 @@ class TopicBatch:
         zero = self._zero
         u = np.asarray([units.get(w, zero) if w in units else self._unit_vector(w)
                         for w in parsed.dwords], dtype=np.float64)
-        s = _segment_sums(_segments(parsed.d_ends), np.take(np.ascontiguousarray(u.T), parsed.docc, axis=1), n)
+        s = _segment_sums(_segments(parsed.d_ends), np.ascontiguousarray(u.T), np.asarray(parsed.docc, dtype=np.int64), n)
         norm = np.sqrt(np.einsum("ij,ij->i", s, s))
         norm[norm == 0.0] = np.inf                  # no known word: no word-vector features
         return (s * (self._scale / norm)[:, None]) @ self._dense
@@ -230,7 +231,7 @@ class TopicBatch:
                 known.append(w)
         if not known:
             return
-        acc = _segment_sums(_segments(ends), np.take(self._pieces_t, flat, axis=1).astype(np.float64), len(ends))
+        acc = _segment_sums(_segments(ends), self._pieces_t, np.asarray(flat, dtype=np.int64), len(ends))
         norm = np.sqrt(np.einsum("ij,ij->i", acc, acc))
         for w, a, nm in zip(known, acc, norm):
             if nm > 0.0:
@@ -243,14 +244,14 @@ def _segments(ends: list[int]) -> np.ndarray:
     return np.repeat(np.arange(len(e), dtype=np.int64), np.diff(e, prepend=0))
 
 
-def _segment_sums(seg: np.ndarray, cols: np.ndarray, n: int) -> np.ndarray:
-    """Row ``i`` the sum of the items of segment ``i`` (``seg``: each item's) of the rows of
-    ``cols`` (one row per column of the result: gathered by topic, each is contiguous), added
-    in order, a column at a time (``np.add.reduceat`` over the transpose's rows is slower)."""
-    cols = np.ascontiguousarray(cols)       # (np.take along axis 1 keeps a gather row-major)
-    out = np.empty((len(cols), n), dtype=np.float64)
-    for c, col in enumerate(cols):
-        out[c] = np.bincount(seg, weights=col, minlength=n)
+def _segment_sums(seg: np.ndarray, table: np.ndarray, idx: np.ndarray, n: int) -> np.ndarray:
+    """Row ``i`` of the result: the sum of the columns ``idx[k]`` of ``table`` (one row per
+    column of the result, e.g. the weights by topic) over the items ``k`` of segment ``i``
+    (``seg[k]``), added in item order, one column of the result at a time (a gather of one
+    row is all it holds at once; ``np.add.reduceat`` over rows is slower)."""
+    out = np.empty((len(table), n), dtype=np.float64)
+    for c, row in enumerate(table):
+        out[c] = np.bincount(seg, weights=row.take(idx), minlength=n)
     return out.T
 
 
