@@ -35,6 +35,7 @@ from itertools import combinations
 from typing import Iterable, Mapping, Protocol
 
 from memwatch_overlay.rules.config import DEFAULT_MAX_TEXT_CHARS
+from memwatch_overlay.overlay.detect import topic_batch
 from memwatch_overlay.overlay.detect.learned import Learned, load_learned
 from memwatch_overlay.overlay.detect.pack import Pack, SlotDef, load_pack
 from memwatch_overlay.overlay.detect.semantic_features import clauses
@@ -211,10 +212,12 @@ class Detector:
         key (as the older fact) and its text alone (as the newer one)."""
         if self.learned is None:
             return
+        distinct = dict.fromkeys((self._capped(f.text), f.key) for f in facts)
+        if 2 * len(distinct) < topic_batch.MIN_BATCH:
+            return                  # too few texts to batch (restated memories: often)
         texts = []
-        for f in facts:
-            text = self._capped(f.text)
-            texts.append(self.learned.old_text(text, self._own_key(f)))
+        for text, key in distinct:
+            texts.append(self.learned.old_text(text, self._meaningful(key)))
             texts.append(text)
         self.learned.prefetch(texts)
 
@@ -697,7 +700,10 @@ class Detector:
 
     def _own_key(self, fact: FactView) -> str | None:
         """The fact's store key when it means something (not a uuid or a generic name)."""
-        return fact.key if fact.key and not self.pack.is_generic_key(fact.key) else None
+        return self._meaningful(fact.key)
+
+    def _meaningful(self, key: str | None) -> str | None:
+        return key if key and not self.pack.is_generic_key(key) else None
 
     @staticmethod
     def _make(old, new, kind, conf, evidence, action, key, old_value, new_value) -> Contradiction:
