@@ -15,7 +15,7 @@ import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
 AGENT_STORES = FIXTURES / "agent-stores"
-STRICT_MARKERS = ("postgres", "embeddings", "browser", "mcp", "langgraph", "re2", "integrations", "root")
+STRICT_MARKERS = ("postgres", "embeddings", "browser", "mcp", "langgraph", "re2", "numpy", "integrations", "root")
 DEFAULT_PG_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 

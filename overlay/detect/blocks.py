@@ -414,6 +414,9 @@ class BlockIndex:
         """Index more facts of the block."""
         detector = self.detector
         split = getattr(detector, "offers_and_wants", None)
+        prefetch = getattr(detector, "prefetch_topics", None)
+        if prefetch is not None:
+            prefetch(views.values())                     # the block's topics in one batch
         for i, v in views.items():
             self.all_ids.append(i)
             self.readings[v.ref] = detector.read(v)       # read once per block

@@ -35,6 +35,7 @@ from itertools import combinations
 from typing import Iterable, Mapping, Protocol
 
 from memwatch_overlay.rules.config import DEFAULT_MAX_TEXT_CHARS
+from memwatch_overlay.overlay.detect import topic_batch
 from memwatch_overlay.overlay.detect.learned import Learned, load_learned
 from memwatch_overlay.overlay.detect.pack import Pack, SlotDef, load_pack
 from memwatch_overlay.overlay.detect.semantic_features import clauses
@@ -204,6 +205,21 @@ class Detector:
         text = self._capped(fact.text)
         return ({("topic", t) for t in self.learned.topics_of(text, self._own_key(fact))},
                 {("topic", t) for t in self.learned.wants_of(text, self._looks_wide(fact))})
+
+    def prefetch_topics(self, facts: Iterable[FactView]) -> None:
+        """Let the learned layer estimate, in one batch, the topics ``learned_terms`` will
+        ask for of these facts (a block's, known before its walk): each one's text with its
+        key (as the older fact) and its text alone (as the newer one)."""
+        if self.learned is None:
+            return
+        distinct = dict.fromkeys((self._capped(f.text), f.key) for f in facts)
+        if 2 * len(distinct) < topic_batch.MIN_BATCH:
+            return                  # too few texts to batch (restated memories: often)
+        texts = []
+        for text, key in distinct:
+            texts.append(self.learned.old_text(text, self._meaningful(key)))
+            texts.append(text)
+        self.learned.prefetch(texts)
 
     def _looks_wide(self, fact: FactView) -> bool:
         """Whether the learned layer lets ``fact``, as the newer fact, look for its wider set
@@ -684,7 +700,10 @@ class Detector:
 
     def _own_key(self, fact: FactView) -> str | None:
         """The fact's store key when it means something (not a uuid or a generic name)."""
-        return fact.key if fact.key and not self.pack.is_generic_key(fact.key) else None
+        return self._meaningful(fact.key)
+
+    def _meaningful(self, key: str | None) -> str | None:
+        return key if key and not self.pack.is_generic_key(key) else None
 
     @staticmethod
     def _make(old, new, kind, conf, evidence, action, key, old_value, new_value) -> Contradiction:

@@ -37,8 +37,9 @@ from dataclasses import dataclass
 from importlib import resources
 from operator import itemgetter, mul
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Sequence
 
+from memwatch_overlay.overlay.detect import topic_batch
 from memwatch_overlay.overlay.detect.topic_estimate import MARGIN, TopicEstimator, certain
 from memwatch_overlay.overlay.detect.wordvec import WordVectors, load_word_vectors
 
@@ -58,7 +59,7 @@ WANT_MIN = 0.1       # ... at least this likely may meet one the older text offe
 # (a topic model may carry its own four values, fitted with it: its "gate" entry, train_detector)
 SIM_GATE = 0.3       # ... or, in the embeddings mode, when the texts are at least this similar
 DENSE_SCALE = 1.0    # weight of a text's static word vector among the topic model's features
-TOPIC_CACHE = 32768  # texts whose topics are kept (a block of 10,000 keyed memories reads 20,000)
+TOPIC_CACHE = 65536  # texts whose topics are kept (a block of 20,000 keyed memories reads 40,000)
 CUES = ("change", "ending", "start", "hedge", "question", "other_person", "past_habit",
         "temporary", "addition", "still", "negation")
 
@@ -256,6 +257,8 @@ class Learned:
         self._sets: dict[tuple[int, ...], frozenset[str]] = {}
         self._ending: dict[str, bool] = {}
         self.estimator = TopicEstimator(self.topics)
+        self._batch: topic_batch.TopicBatch | None = None     # made on first use (numpy)
+        self._masks: dict[tuple[int, int, int], tuple[str, frozenset[str], frozenset[str]]] = {}
         # the probabilities of the multi- and single-valued topics, picked out of a distribution
         self._multi_of = _picker(sorted(self.multi))
         self._single_of = _picker(sorted(self.single))
@@ -272,20 +275,70 @@ class Learned:
         if got is None:
             if len(self._topic_cache) > TOPIC_CACHE:
                 self._topic_cache.clear()
-            p = self.estimator.probs(text)
-            # likeliest first; ties keep class order, as sorted(key=lambda i: -p[i]) leaves them
-            order = sorted(range(len(p)), key=p.__getitem__, reverse=True)
-            if not certain(p, order, ((self.top_k, self.topic_min), (self.want_k, self.want_min))):
-                p = self.topics.probs(text)
-                order = sorted(range(len(p)), key=p.__getitem__, reverse=True)
-            top = self.topics.classes[order[0]]
-            tops = self._named(tuple(i for i in order[:self.top_k] if p[i] >= self.topic_min))
-            wants = self._named(tuple(i for i in order[:self.want_k] if p[i] >= self.want_min))
-            if self.near and tops:
-                wants = self._with_near(wants, tops)
-            # kept as C doubles (the same floats): 34 float objects would take 3x the memory
-            got = self._topic_cache[text] = (array("d", p), top, tops, wants)
+            got = self._topic_cache[text] = self._decided(text, self.estimator.probs(text))
         return got
+
+    def prefetch(self, texts: Iterable[str]) -> None:
+        """Estimate the topics of these texts (a block's, before it is walked) in one batched
+        product (topic_batch.py, numpy) instead of one text at a time; ``_topics`` then finds
+        them cached. The decisions are taken as ``_topics`` takes them (``_decided``: on
+        the batch's probabilities where ``certain``, else on the reference), so they are the
+        same. Without numpy, or for a few texts, nothing is done here."""
+        cache = self._topic_cache
+        todo = list(dict.fromkeys(t for t in texts if t not in cache))[:TOPIC_CACHE]
+        if len(todo) < topic_batch.MIN_BATCH or not topic_batch.load():
+            return
+        if len(cache) + len(todo) > TOPIC_CACHE:
+            cache.clear()
+        if self._batch is None:
+            self._batch = topic_batch.TopicBatch(self.topics)
+        p = self._batch.probs(todo)
+        if len(self.topics.classes) > 62:          # the decisions' bit masks hold 62 classes
+            for text, row in zip(todo, p.tolist()):
+                cache[text] = self._decided(text, row)
+            return
+        top, sure, (tops_mask, wants_mask) = self._batch.decide(
+            p, ((self.top_k, self.topic_min), (self.want_k, self.want_min)))
+        width = p.shape[1] * 8
+        raw = memoryview(p.tobytes())
+        decisions = self._masks
+        for i, (text, ok, key) in enumerate(zip(todo, sure.tolist(),
+                                                zip(top.tolist(), tops_mask.tolist(), wants_mask.tolist()))):
+            if not ok:          # not certain: the reference decides, as in _decided
+                cache[text] = self._decided(text, p[i].tolist())
+                continue
+            got = decisions.get(key)
+            if got is None:
+                got = decisions[key] = self._masked(*key)
+            row = array("d")
+            row.frombytes(raw[i * width:(i + 1) * width])
+            cache[text] = (row, *got)
+
+    def _masked(self, top: int, tops_mask: int, wants_mask: int) -> tuple[str, frozenset[str], frozenset[str]]:
+        """(top topic, likeliest topics, wanted topics) from a class index and two bit masks
+        (bit c: class c), as ``_decided`` names them."""
+        classes = self.topics.classes
+        tops = self._named(tuple(c for c in range(len(classes)) if tops_mask >> c & 1))
+        wants = self._named(tuple(c for c in range(len(classes)) if wants_mask >> c & 1))
+        if self.near and tops:
+            wants = self._with_near(wants, tops)
+        return classes[top], tops, wants
+
+    def _decided(self, text: str, p: Sequence[float]) -> tuple[Sequence[float], str, frozenset[str], frozenset[str]]:
+        """``_topics`` of a text from estimated probabilities ``p``: decided on them where
+        ``certain``, else on the reference."""
+        # likeliest first; ties keep class order, as sorted(key=lambda i: -p[i]) leaves them
+        order = sorted(range(len(p)), key=p.__getitem__, reverse=True)
+        if not certain(p, order, ((self.top_k, self.topic_min), (self.want_k, self.want_min))):
+            p = self.topics.probs(text)
+            order = sorted(range(len(p)), key=p.__getitem__, reverse=True)
+        top = self.topics.classes[order[0]]
+        tops = self._named(tuple(i for i in order[:self.top_k] if p[i] >= self.topic_min))
+        wants = self._named(tuple(i for i in order[:self.want_k] if p[i] >= self.want_min))
+        if self.near and tops:
+            wants = self._with_near(wants, tops)
+        # kept as C doubles (the same floats): 34 float objects would take 3x the memory
+        return (array("d", p), top, tops, wants)
 
     def _named(self, idx: tuple[int, ...]) -> frozenset[str]:
         """The topics of these class indexes, "other" left out (one set object per distinct set)."""
