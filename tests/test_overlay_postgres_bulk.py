@@ -185,3 +185,14 @@ def test_facts_pages_leave_room_for_updates_in_place(overlays):
     finally:
         pg.close()
     OverlayStore(pg_url).close()              # opening it again changes nothing and does not fail
+
+
+def test_overlay_connections_do_not_compile_statements(overlays):
+    """JIT is off on the overlay's connection (the server's default may be on): compiling the
+    page-sized statements cost more than running them."""
+    _, _, _, pg_url = overlays
+    pg = OverlayStore(pg_url)
+    try:
+        assert pg.conn.execute("SHOW jit").fetchone()[0] == "off"
+    finally:
+        pg.close()

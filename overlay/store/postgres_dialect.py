@@ -240,6 +240,15 @@ class PgConnection:
                                f"({redact_dsn(_first_line(exc))})") from None
         # avg()/sum() over integers are numeric in Postgres: read them as float, like SQLite.
         self.raw.adapters.register_loader("numeric", FloatLoader)
+        # No JIT: the planner's cost estimates for the overlay's page-sized statements (score
+        # pages, the summary, the rescore's UPDATE) cross jit_above_cost, and compiling them
+        # took longer than running them.
+        try:
+            self.raw.execute("SET jit = off")
+        except psycopg.Error as exc:
+            self.raw.close()
+            raise OverlayError(f"{redact_dsn(dsn)}: cannot open the overlay database "
+                               f"({redact_dsn(_first_line(exc))})") from None
 
     @property
     def in_transaction(self) -> bool:
