@@ -196,3 +196,90 @@ def test_overlay_connections_do_not_compile_statements(overlays):
         assert pg.conn.execute("SHOW jit").fetchone()[0] == "off"
     finally:
         pg.close()
+
+
+# -- deletion detection: anti-joins on Postgres ------------------------------------------------
+# The facts a full read did not see (not noted in TEMP mw_seen) and the facts whose key the
+# source no longer has (not in TEMP mw_keys). `NOT IN (subquery)` is planned as a subplan that
+# scans the temp table again for every fact once the planner thinks the subquery outgrows
+# work_mem (a 1M-fact overlay at the default 4 MB); the answers must be the SQLite overlay's.
+
+def _pks(store: OverlayStore, ids) -> set[str]:
+    ids = list(ids)
+    return {store.conn.execute("SELECT pk FROM facts WHERE id = ?", (i,)).fetchone()[0] for i in ids}
+
+
+def _ids_by_pk(store: OverlayStore) -> dict[str, int]:
+    return {r[0]: r[1] for r in store.conn.execute("SELECT pk, id FROM facts")}
+
+
+def _deletion_pass(store: OverlayStore, noted_pks: list[str], kept_pks: list[str]):
+    """(unseen pks, marked deleted count, deleted pks, missing-key pks) of one overlay."""
+    by_pk = _ids_by_pk(store)
+    source_id, sync_no = store.conn.execute("SELECT id, sync_count FROM sources").fetchone()
+    with store.transaction():
+        store.begin_unchanged()
+        store.note_unchanged([by_pk[pk] for pk in noted_pks])
+        unseen = _pks(store, store.unseen_live_ids(source_id, sync_no + 1, noted=True))
+        marked = store.mark_unseen_deleted(source_id, sync_no + 1, noted=True)
+        deleted = {r[0] for r in store.conn.execute("SELECT pk FROM facts WHERE status = 'deleted'")}
+        store.end_unchanged()
+    with store.transaction():
+        store.conn.execute("UPDATE facts SET status = 'active'")
+        store.load_source_keys(iter(kept_pks))
+        missing = _pks(store, store.mark_missing_keys_deleted(source_id))
+        store.drop_source_keys()
+    return unseen, marked, deleted, missing
+
+
+def test_deleted_facts_are_the_sqlite_overlays(overlays):
+    store, cfg, sqlite_path, pg_url = overlays
+    assert _audit(store, cfg, sqlite_path, AS_OF) == _audit(store, cfg, pg_url, AS_OF) == ROWS
+    lite, pg = OverlayStore(str(sqlite_path)), OverlayStore(pg_url)
+    try:
+        pks = sorted(_ids_by_pk(lite))
+        noted, kept = pks[::3] + pks[:5], pks[1::2]       # some noted twice; every other key kept
+        want, got = _deletion_pass(lite, noted, kept), _deletion_pass(pg, noted, kept)
+        unseen, marked, deleted, missing = got
+        assert unseen == set(pks) - set(noted) and marked == len(unseen) and deleted == unseen
+        assert missing == set(pks) - set(kept)
+        assert got == want
+    finally:
+        lite.close()
+        pg.close()
+
+
+def test_deletion_statements_never_rescan_the_temp_table_per_fact(overlays, monkeypatch):
+    """With work_mem at its floor, the mw_seen / mw_keys statements are still anti-joins."""
+    store, cfg, _, pg_url = overlays
+    _audit(store, cfg, pg_url, AS_OF)
+    pg = OverlayStore(pg_url)
+    try:
+        pg.conn.execute("SET work_mem = '64kB'")
+        statements: list[tuple] = []
+        real = pg.conn.execute
+
+        def recording(sql, params=None):
+            if "mw_seen" in sql or "mw_keys" in sql:
+                statements.append((sql, params))
+            return real(sql, params)
+        monkeypatch.setattr(pg.conn, "execute", recording)
+        pks = sorted(_ids_by_pk(pg))
+        with pg.transaction():
+            pg.begin_unchanged()
+            pg.note_unchanged(list(_ids_by_pk(pg).values())[::2])
+            pg.load_source_keys(iter(pks[::2]))
+            # the plans of the deletion statements, with the temp tables filled
+            source_id, sync_no = real("SELECT id, sync_count FROM sources").fetchone()
+            statements.clear()
+            pg.unseen_live_ids(source_id, sync_no + 1, noted=True)
+            pg.mark_unseen_deleted(source_id, sync_no + 1, noted=True)
+            pg.mark_missing_keys_deleted(source_id)
+            plans = ["\n".join(r[0] for r in real("EXPLAIN " + sql, params)) for sql, params in statements]
+            pg.end_unchanged()
+            pg.drop_source_keys()
+        assert len(plans) == 3
+        for (sql, _), plan in zip(statements, plans):
+            assert "SubPlan" not in plan and "Anti" in plan, (sql, plan)
+    finally:
+        pg.close()

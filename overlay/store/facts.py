@@ -185,7 +185,7 @@ class FactsRepo(RepoBase):
     def unseen_live_ids(self, source_id: int, sync_no: int, noted: bool = False) -> list[int]:
         """Live facts a full read (sync `sync_no`) did not see: what mark_unseen_deleted() is
         about to delete (call it first: `noted` as there)."""
-        seen = " AND id NOT IN (SELECT id FROM temp.mw_seen)" if noted else ""
+        seen = f" AND {_not_noted(self.dialect)}" if noted else ""
         return [r[0] for r in self.conn.execute(
             f"SELECT id FROM facts WHERE source_id = ? AND seen_sync < ? AND {LIVE}{seen}", (source_id, sync_no))]
 
@@ -197,7 +197,7 @@ class FactsRepo(RepoBase):
         (`note_unchanged`, not written; `noted`: this sync did). A fact still live was seen by the previous full sync
         (`last_full_sync`) or written since: its last sighting is at least that (unchanged facts'
         `last_seen` is not rewritten by every sync)."""
-        seen = " AND id NOT IN (SELECT id FROM temp.mw_seen)" if noted else ""
+        seen = f" AND {_not_noted(self.dialect)}" if noted else ""
         cur = self.conn.execute(
             "UPDATE facts SET status = 'deleted', next_change = NULL, "
             "last_seen = CASE WHEN last_seen < ? THEN ? ELSE last_seen END WHERE source_id = ? "
@@ -312,8 +312,8 @@ class FactsRepo(RepoBase):
     def mark_missing_keys_deleted(self, source_id: int) -> list[int]:
         """Live facts whose key is not in `mw_keys` are `deleted` (kept, not erased); their ids."""
         ids = [r[0] for r in self.conn.execute(
-            f"SELECT id FROM facts WHERE source_id = ? AND {LIVE} "
-            "AND pk NOT IN (SELECT pk FROM temp.mw_keys)", (source_id,))]
+            f"SELECT id FROM facts WHERE source_id = ? AND {LIVE} AND {_not_loaded(self.dialect)}",
+            (source_id,))]
         sighting = _sighting(self.conn.execute("SELECT last_full_sync FROM sources WHERE id = ?",
                                                (source_id,)).fetchone()[0])
         self.conn.executemany("UPDATE facts SET status = 'deleted', next_change = NULL, "
@@ -514,6 +514,22 @@ class FactsRepo(RepoBase):
             f"OR newer_id IN (SELECT id FROM facts WHERE {where})", (cutoff, cutoff)).fetchone()[0]
         facts = self.conn.execute(f"DELETE FROM facts WHERE {where}", (cutoff,)).rowcount
         return facts, contradictions
+
+
+# Facts (of `facts`, unaliased) whose id is not in TEMP mw_seen / whose key is not in TEMP
+# mw_keys. On Postgres as an anti-join: `NOT IN (subquery)` is a hashed subplan only while the
+# planner thinks the subquery's rows fit in work_mem (about 100k ids); beyond that (a 1M-fact
+# overlay) it becomes a subplan that scans the whole temp table again for each fact.
+def _not_noted(dialect: str) -> str:
+    if dialect == "postgres":
+        return "NOT EXISTS (SELECT 1 FROM temp.mw_seen n WHERE n.id = facts.id)"
+    return "id NOT IN (SELECT id FROM temp.mw_seen)"
+
+
+def _not_loaded(dialect: str) -> str:
+    if dialect == "postgres":
+        return "NOT EXISTS (SELECT 1 FROM temp.mw_keys k WHERE k.pk = facts.pk)"
+    return "pk NOT IN (SELECT pk FROM temp.mw_keys)"
 
 
 def _sighting(last_full_sync: float | None) -> tuple[float, float]:
