@@ -283,3 +283,19 @@ def test_deletion_statements_never_rescan_the_temp_table_per_fact(overlays, monk
             assert "SubPlan" not in plan and "Anti" in plan, (sql, plan)
     finally:
         pg.close()
+
+
+def test_an_overlay_made_with_another_fillfactor_gets_this_one_when_opened(overlays):
+    """An overlay made before the setting changed (fillfactor 80) is brought to FACTS_FILLFACTOR."""
+    _, _, _, pg_url = overlays
+    pg = OverlayStore(pg_url)
+    try:
+        pg.conn.execute("ALTER TABLE facts SET (fillfactor = 80)")
+    finally:
+        pg.close()
+    pg = OverlayStore(pg_url)
+    try:
+        options = pg.conn.execute("SELECT reloptions FROM pg_class WHERE oid = 'facts'::regclass").fetchone()[0]
+        assert options == [f"fillfactor={FACTS_FILLFACTOR}"] and FACTS_FILLFACTOR == 50
+    finally:
+        pg.close()

@@ -8,7 +8,7 @@ from memwatch_overlay.overlay.store.migrations import MIGRATIONS_BY_VERSION, SCH
 from memwatch_overlay.overlay.store.sqlhelpers import RepoBase, split_sql
 
 MIGRATION_LOCK = 0x6D656D77   # pg_advisory_xact_lock key held while a Postgres overlay migrates
-FACTS_FILLFACTOR = 80         # Postgres: percent of a `facts` page filled by inserts (see _postgres_storage)
+FACTS_FILLFACTOR = 50         # Postgres: percent of a `facts` page filled by inserts (see _postgres_storage)
 
 
 class SchemaRepo(RepoBase):
@@ -28,14 +28,16 @@ class SchemaRepo(RepoBase):
 
     def _postgres_storage(self) -> None:
         """Postgres storage settings the schema's statements cannot say in SQLite's dialect:
-        `facts` pages keep a fifth of their space free (fillfactor 80, for pages written from
-        then on). A rescore rewrites every fact's scores; with room on the row's own page and
-        no indexed column changed (scores.write_scores keeps `next_change` when it is the same
-        instant), Postgres updates the row in place (HOT) instead of adding an entry to each
-        index of `facts`: a 100k rescore 4.6-6.2 s -> 2.9 s of server time. Set once (the
-        catalog is read first: no lock when it is already set)."""
+        `facts` pages are filled to FACTS_FILLFACTOR percent (pages written from then on). A
+        rescore rewrites every fact's scores; with room on the row's own page and no indexed
+        column changed (scores.write_scores keeps `next_change` when it is the same instant),
+        Postgres updates the row in place (HOT) instead of adding an entry to each index of
+        `facts`. At 80 a full rescore of 100k facts found room for about 28% of its rows
+        (one new version per row needs as much free space as the row), at 50 for nearly all.
+        An overlay made with another setting gets this one when opened (the catalog is read
+        first: no lock when it is already set)."""
         row = self.conn.execute("SELECT reloptions FROM pg_class WHERE oid = 'facts'::regclass").fetchone()
-        if not any(opt.startswith("fillfactor=") for opt in (row[0] or [])):
+        if f"fillfactor={FACTS_FILLFACTOR}" not in (row[0] or []):
             self.conn.execute(f"ALTER TABLE facts SET (fillfactor = {FACTS_FILLFACTOR})")
 
     def _migrate_steps(self) -> None:
