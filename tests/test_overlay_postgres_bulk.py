@@ -14,7 +14,7 @@ import pytest
 from memwatch_overlay.overlay.engine.audit import audit
 from memwatch_overlay.overlay.store import scores
 from memwatch_overlay.overlay.store.database import OverlayStore
-from memwatch_overlay.overlay.store.schema import FACTS_FILLFACTOR
+from memwatch_overlay.overlay.store.schema import ANALYZE_MIN, FACTS_FILLFACTOR
 from memwatch_overlay.core.timeparse import parse_as_of
 from memwatch_overlay.rules.config import load_config
 
@@ -297,5 +297,21 @@ def test_an_overlay_made_with_another_fillfactor_gets_this_one_when_opened(overl
     try:
         options = pg.conn.execute("SELECT reloptions FROM pg_class WHERE oid = 'facts'::regclass").fetchone()[0]
         assert options == [f"fillfactor={FACTS_FILLFACTOR}"] and FACTS_FILLFACTOR == 50
+    finally:
+        pg.close()
+
+
+def test_a_first_audit_leaves_the_planner_counts_of_what_it_wrote(overlays):
+    """After a sync that wrote most of `facts`, the planner's statistics are refreshed (ANALYZE):
+    with an empty table's counts (reltuples -1), a 100k re-audit read each page of keys by
+    scanning every fact of the source instead of probing the (source_id, pk) index. Few
+    writes, relative to the count, do not analyze again."""
+    store, cfg, _, pg_url = overlays
+    assert _audit(store, cfg, pg_url, AS_OF) == ROWS >= ANALYZE_MIN
+    pg = OverlayStore(pg_url)
+    try:
+        assert pg.conn.execute("SELECT reltuples FROM pg_class WHERE oid = 'facts'::regclass").fetchone()[0] == ROWS
+        assert not pg.refresh_statistics(0) and not pg.refresh_statistics(ROWS // 20)
+        assert pg.refresh_statistics(ROWS // 5)
     finally:
         pg.close()

@@ -8,6 +8,7 @@ from memwatch_overlay.overlay.store.migrations import MIGRATIONS_BY_VERSION, SCH
 from memwatch_overlay.overlay.store.sqlhelpers import RepoBase, split_sql
 
 MIGRATION_LOCK = 0x6D656D77   # pg_advisory_xact_lock key held while a Postgres overlay migrates
+ANALYZE_MIN = 500             # Postgres: facts a sync writes before it refreshes the planner's statistics
 FACTS_FILLFACTOR = 50         # Postgres: percent of a `facts` page filled by inserts (see _postgres_storage)
 
 
@@ -39,6 +40,21 @@ class SchemaRepo(RepoBase):
         row = self.conn.execute("SELECT reloptions FROM pg_class WHERE oid = 'facts'::regclass").fetchone()
         if f"fillfactor={FACTS_FILLFACTOR}" not in (row[0] or []):
             self.conn.execute(f"ALTER TABLE facts SET (fillfactor = {FACTS_FILLFACTOR})")
+
+    def refresh_statistics(self, written: int) -> bool:
+        """Postgres: ANALYZE `facts` after a sync wrote `written` facts, when that is at least
+        ANALYZE_MIN and a tenth of what the planner last counted (autovacuum's own rule, but
+        now: its daemon wakes a minute later at the soonest, or never where it is off). With
+        the counts of an empty table, the planner read a re-audit's page of 2,000 keys by
+        scanning all 100k facts of the source (86 ms a page) instead of the (source_id, pk)
+        index (4 ms). Call outside a transaction. Returns whether it analyzed."""
+        if self.dialect != "postgres" or written < ANALYZE_MIN:
+            return False
+        counted = self.conn.execute("SELECT reltuples FROM pg_class WHERE oid = 'facts'::regclass").fetchone()[0]
+        if counted >= 0 and written < counted / 10:        # -1: never counted
+            return False
+        self.conn.execute("ANALYZE facts")
+        return True
 
     def _migrate_steps(self) -> None:
         version = self.schema_version()
