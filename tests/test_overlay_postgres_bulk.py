@@ -71,6 +71,19 @@ def _count_rows(monkeypatch, method: str) -> list[int]:
     return sizes
 
 
+def _count_statements(monkeypatch, store: OverlayStore) -> list[str]:
+    """What the store sends its Postgres connection from now on (statements, COPYs)."""
+    sent: list[str] = []
+    for method in ("execute", "executemany", "run", "copy_rows"):
+        real = getattr(store.conn, method)
+
+        def counting(sql, *args, _real=real):
+            sent.append(sql)
+            return _real(sql, *args)
+        monkeypatch.setattr(store.conn, method, counting)
+    return sent
+
+
 def _audit(store, cfg, overlay, as_of):
     result = audit(str(store), cfg, as_of=as_of, overlay_path=str(overlay))
     total = result.summary["total"]
@@ -152,7 +165,7 @@ def test_a_first_audit_upserts_pages_by_copy_as_sqlite_stores_them(overlays, mon
         pg.close()
 
 
-def test_compare_lookups_and_unchanged_notes_match_sqlite(overlays):
+def test_compare_lookups_and_unchanged_notes_match_sqlite(overlays, monkeypatch):
     store, cfg, sqlite_path, pg_url = overlays
     _audit(store, cfg, sqlite_path, AS_OF)
     _audit(store, cfg, pg_url, AS_OF)
@@ -166,8 +179,10 @@ def test_compare_lookups_and_unchanged_notes_match_sqlite(overlays):
         with pg.transaction():
             pg.begin_unchanged()
             ids = [got[pk][0] for pk in pks[::3]]
+            calls = _count_statements(monkeypatch, pg)
             pg.note_unchanged(ids)
             pg.note_unchanged(ids[:10])          # a key read twice is noted once
+            assert len(calls) == 2, calls        # one statement per page of ids
             noted = pg.conn.execute("SELECT count(*) FROM temp.mw_seen").fetchone()[0]
             pg.end_unchanged()
         assert noted == len(ids)
