@@ -53,7 +53,10 @@ class SchemaRepo(RepoBase):
         counted = self.conn.execute("SELECT reltuples FROM pg_class WHERE oid = 'facts'::regclass").fetchone()[0]
         if counted >= 0 and written < counted / 10:        # -1: never counted
             return False
-        self.conn.execute("ANALYZE facts")
+        # the columns the overlay's statements select facts by (the table's size comes with
+        # any of them; without pk's, `pk = ANY(…)` is guessed to keep every row: a scan):
+        # all 28 columns took 0.36-0.47 s at 100k facts, these 0.07-0.15 s
+        self.conn.execute("ANALYZE facts (source_id, pk, status, changed_sync, seen_sync)")
         return True
 
     def _migrate_steps(self) -> None:
