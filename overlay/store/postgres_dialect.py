@@ -269,6 +269,16 @@ class PgConnection:
             raise self._error(exc) from None
         return PgCursor(cur, lastrowid)
 
+    def fetch_tuples(self, sql: str, params: Iterable | None = None) -> list[tuple]:
+        """Every row of a SELECT as a plain tuple, fetched at once: for hot paths that read
+        rows by position (no row class per row, no slicing through its lookup by name)."""
+        try:
+            cur = self.raw.cursor(row_factory=self._psycopg.rows.tuple_row)
+            cur.execute(to_postgres(sql), _params(params))
+            return cur.fetchall()
+        except self._psycopg.Error as exc:
+            raise self._error(exc) from None
+
     def executemany(self, sql: str, seq: Iterable[Iterable]) -> PgCursor:
         cur = self.raw.cursor()
         try:
