@@ -26,7 +26,8 @@ time does. Sections:
             block per key: detection's worst case);
   postgres  the same table in a throwaway database, against a raw psycopg server-side cursor;
   pg overlay the SQLite store audited into an overlay in Postgres, against the same audit into
-            a SQLite overlay file (first audits, and a re-audit a day later with detection off);
+            a SQLite overlay file (first audits, re-audits the same day and a day later with
+            detection off; detection on up to --detect-max);
   check     N new facts (for existing users, many changing a value) synced incrementally with
             detection into an overlay that already holds M facts;
   memlife   the memlife package itself: store_fact() of N facts and its run_gc() pass, beside
@@ -385,9 +386,13 @@ def bench_postgres(tmp: Path, dsn: str, sizes: list[int], repeat: int, large_rep
                   f"  (n={reps})", flush=True)
 
 
-def bench_pg_overlay(tmp: Path, dsn: str, sizes: list[int], repeat: int, large_repeat: int, out: list[dict]) -> None:
+def bench_pg_overlay(tmp: Path, dsn: str, sizes: list[int], repeat: int, large_repeat: int, out: list[dict],
+                     detect_max: int | None = None) -> None:
     """The SQLite store audited into an overlay that lives in Postgres (`--overlay postgresql://…`),
-    beside the same audit into a SQLite overlay file: what sharing one overlay costs."""
+    beside the same audit into a SQLite overlay file: what sharing one overlay costs. Detection
+    off: a first audit, a re-audit of the unchanged store the same day and one a day later
+    (every fact rescored); detection on (sizes up to --detect-max): a first audit. CPU is this
+    process's (the client's), not the server's."""
     off = no_detector_config(tmp)
     print("audit into a Postgres overlay (SQLite store)  ratio = Postgres overlay / SQLite overlay")
     for n in sizes:
@@ -396,32 +401,41 @@ def bench_pg_overlay(tmp: Path, dsn: str, sizes: list[int], repeat: int, large_r
         if not store.exists():
             build_store(store, n)
         row = {"store": "sqlite", "overlay": "postgres", "rows": n, "repeat": reps}
-        for label, extra in (("audit_nodetect", [off]), ("audit", [])):
-            pg_runs, lite_runs, pg_later, lite_later = [], [], [], []
+        labels = [("audit_nodetect", [off])] + ([("audit", [])] if detect_max is None or n <= detect_max else [])
+        for label, extra in labels:
+            runs: dict[str, list] = {k: [] for k in ("pg", "sqlite", "pg_same", "sqlite_same", "pg_later",
+                                                     "sqlite_later")}
             for i in range(reps):
                 lite = tmp / f"pgcmp_overlay_{label}_{n}_{i}.db"
                 with throwaway_database(dsn, f"memwatch_overlay_bench_{os.getpid()}_{n}_{label}_{i}") as (_, url):
-                    pg_runs.append(measure(AUDIT, store, url, AS_OF, *extra))
-                    if label == "audit_nodetect":      # and a day later: every fact rescored
-                        pg_later.append(measure(AUDIT, store, url, LATER_DAYS[0], *extra))
-                lite_runs.append(measure(AUDIT, store, lite, AS_OF, *extra))
+                    runs["pg"].append(measure(AUDIT, store, url, AS_OF, *extra))
+                    if label == "audit_nodetect":      # the same day, and a day later: every fact rescored
+                        runs["pg_same"].append(measure(AUDIT, store, url, AS_OF, *extra))
+                        runs["pg_later"].append(measure(AUDIT, store, url, LATER_DAYS[0], *extra))
+                runs["sqlite"].append(measure(AUDIT, store, lite, AS_OF, *extra))
                 if label == "audit_nodetect":
-                    lite_later.append(measure(AUDIT, store, lite, LATER_DAYS[0], *extra))
-                assert pg_runs[-1][2] == n == lite_runs[-1][2]
-            row[f"{label}_pg_s"] = round(median_of(pg_runs), 3)
-            row[f"{label}_sqlite_s"] = round(median_of(lite_runs), 3)
-            row[f"{label}_pg_rss_mb"] = round(peak_mb(pg_runs))
-            if pg_later:
-                row["reaudit_later_pg_s"] = round(median_of(pg_later), 3)
-                row["reaudit_later_sqlite_s"] = round(median_of(lite_later), 3)
+                    runs["sqlite_same"].append(measure(AUDIT, store, lite, AS_OF, *extra))
+                    runs["sqlite_later"].append(measure(AUDIT, store, lite, LATER_DAYS[0], *extra))
+                assert runs["pg"][-1][2] == n == runs["sqlite"][-1][2]
+            row[f"{label}_pg_rss_mb"] = round(peak_mb(runs["pg"]))
+            for key, found in runs.items():
+                if found:
+                    side, _, when = key.partition("_")      # reaudit_later_pg_s: the names the JSON always had
+                    name = f"reaudit_{when}_{side}" if when else f"{label}_{side}"
+                    row[f"{name}_s"] = round(median_of(found), 3)
+                    row[f"{name}_cpu_s"] = round(median_of(found, 4), 3)
         out.append(row)
-        print(f"{n:>9,} rows  detection off: Postgres overlay {row['audit_nodetect_pg_s']:7.3f}s vs SQLite "
-              f"{row['audit_nodetect_sqlite_s']:7.3f}s ({row['audit_nodetect_pg_s'] / row['audit_nodetect_sqlite_s']:.1f}x)"
-              f" {row['audit_nodetect_pg_rss_mb']} MB | detection on: {row['audit_pg_s']:7.3f}s vs "
-              f"{row['audit_sqlite_s']:7.3f}s ({row['audit_pg_s'] / row['audit_sqlite_s']:.1f}x) "
-              f"{row['audit_pg_rss_mb']} MB | re-audit a day later, detection off: {row['reaudit_later_pg_s']:7.3f}s "
-              f"vs {row['reaudit_later_sqlite_s']:7.3f}s ({row['reaudit_later_pg_s'] / row['reaudit_later_sqlite_s']:.1f}x)"
-              f"  (n={reps})", flush=True)
+
+        def pair(pg: str, lite: str, what: str) -> str:
+            return (f"{what} {row[pg + '_s']:7.3f}s vs {row[lite + '_s']:7.3f}s ({row[pg + '_s'] / row[lite + '_s']:.1f}x;"
+                    f" CPU {row[pg + '_cpu_s']:.3f} vs {row[lite + '_cpu_s']:.3f}s,"
+                    f" {row[pg + '_cpu_s'] / row[lite + '_cpu_s']:.1f}x)")
+        parts = [pair("audit_nodetect_pg", "audit_nodetect_sqlite", "detection off: Postgres overlay"),
+                 pair("reaudit_same_pg", "reaudit_same_sqlite", "re-audit the same day"),
+                 pair("reaudit_later_pg", "reaudit_later_sqlite", "re-audit a day later")]
+        if "audit_pg_s" in row:
+            parts.append(pair("audit_pg", "audit_sqlite", "detection on"))
+        print(f"{n:>9,} rows  " + " | ".join(parts) + f"  {row['audit_nodetect_pg_rss_mb']} MB (n={reps})", flush=True)
 
 
 EMBED_LOAD = """
@@ -548,7 +562,7 @@ def main() -> None:
                            args.large_repeat, results)
         if not args.no_pg and args.pg_overlay_sizes:
             bench_pg_overlay(tmp, args.pg_dsn, [int(s) for s in args.pg_overlay_sizes.split(",")], args.repeat,
-                             args.large_repeat, results)
+                             args.large_repeat, results, detect_max=args.detect_max)
         if args.check != "0":
             new, existing = (int(x) for x in args.check.split(":"))
             bench_check(tmp, new, existing, args.repeat, results)

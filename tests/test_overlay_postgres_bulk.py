@@ -14,7 +14,7 @@ import pytest
 from memwatch_overlay.overlay.engine.audit import audit
 from memwatch_overlay.overlay.store import scores
 from memwatch_overlay.overlay.store.database import OverlayStore
-from memwatch_overlay.overlay.store.schema import FACTS_FILLFACTOR
+from memwatch_overlay.overlay.store.schema import ANALYZE_MIN, FACTS_FILLFACTOR
 from memwatch_overlay.core.timeparse import parse_as_of
 from memwatch_overlay.rules.config import load_config
 
@@ -69,6 +69,19 @@ def _count_rows(monkeypatch, method: str) -> list[int]:
         return real(self, rows)
     monkeypatch.setattr(OverlayStore, method, counting)
     return sizes
+
+
+def _count_statements(monkeypatch, store: OverlayStore) -> list[str]:
+    """What the store sends its Postgres connection from now on (statements, COPYs)."""
+    sent: list[str] = []
+    for method in ("execute", "executemany", "run", "copy_rows"):
+        real = getattr(store.conn, method)
+
+        def counting(sql, *args, _real=real):
+            sent.append(sql)
+            return _real(sql, *args)
+        monkeypatch.setattr(store.conn, method, counting)
+    return sent
 
 
 def _audit(store, cfg, overlay, as_of):
@@ -152,7 +165,7 @@ def test_a_first_audit_upserts_pages_by_copy_as_sqlite_stores_them(overlays, mon
         pg.close()
 
 
-def test_compare_lookups_and_unchanged_notes_match_sqlite(overlays):
+def test_compare_lookups_and_unchanged_notes_match_sqlite(overlays, monkeypatch):
     store, cfg, sqlite_path, pg_url = overlays
     _audit(store, cfg, sqlite_path, AS_OF)
     _audit(store, cfg, pg_url, AS_OF)
@@ -166,8 +179,10 @@ def test_compare_lookups_and_unchanged_notes_match_sqlite(overlays):
         with pg.transaction():
             pg.begin_unchanged()
             ids = [got[pk][0] for pk in pks[::3]]
+            calls = _count_statements(monkeypatch, pg)
             pg.note_unchanged(ids)
             pg.note_unchanged(ids[:10])          # a key read twice is noted once
+            assert len(calls) == 2, calls        # one statement per page of ids
             noted = pg.conn.execute("SELECT count(*) FROM temp.mw_seen").fetchone()[0]
             pg.end_unchanged()
         assert noted == len(ids)
@@ -185,3 +200,133 @@ def test_facts_pages_leave_room_for_updates_in_place(overlays):
     finally:
         pg.close()
     OverlayStore(pg_url).close()              # opening it again changes nothing and does not fail
+
+
+def test_overlay_connections_do_not_compile_statements(overlays):
+    """JIT is off on the overlay's connection (the server's default may be on): compiling the
+    page-sized statements cost more than running them."""
+    _, _, _, pg_url = overlays
+    pg = OverlayStore(pg_url)
+    try:
+        assert pg.conn.execute("SHOW jit").fetchone()[0] == "off"
+    finally:
+        pg.close()
+
+
+# -- deletion detection: anti-joins on Postgres ------------------------------------------------
+# The facts a full read did not see (not noted in TEMP mw_seen) and the facts whose key the
+# source no longer has (not in TEMP mw_keys). `NOT IN (subquery)` is planned as a subplan that
+# scans the temp table again for every fact once the planner thinks the subquery outgrows
+# work_mem (a 1M-fact overlay at the default 4 MB); the answers must be the SQLite overlay's.
+
+def _pks(store: OverlayStore, ids) -> set[str]:
+    ids = list(ids)
+    return {store.conn.execute("SELECT pk FROM facts WHERE id = ?", (i,)).fetchone()[0] for i in ids}
+
+
+def _ids_by_pk(store: OverlayStore) -> dict[str, int]:
+    return {r[0]: r[1] for r in store.conn.execute("SELECT pk, id FROM facts")}
+
+
+def _deletion_pass(store: OverlayStore, noted_pks: list[str], kept_pks: list[str]):
+    """(unseen pks, marked deleted count, deleted pks, missing-key pks) of one overlay."""
+    by_pk = _ids_by_pk(store)
+    source_id, sync_no = store.conn.execute("SELECT id, sync_count FROM sources").fetchone()
+    with store.transaction():
+        store.begin_unchanged()
+        store.note_unchanged([by_pk[pk] for pk in noted_pks])
+        unseen = _pks(store, store.unseen_live_ids(source_id, sync_no + 1, noted=True))
+        marked = store.mark_unseen_deleted(source_id, sync_no + 1, noted=True)
+        deleted = {r[0] for r in store.conn.execute("SELECT pk FROM facts WHERE status = 'deleted'")}
+        store.end_unchanged()
+    with store.transaction():
+        store.conn.execute("UPDATE facts SET status = 'active'")
+        store.load_source_keys(iter(kept_pks))
+        missing = _pks(store, store.mark_missing_keys_deleted(source_id))
+        store.drop_source_keys()
+    return unseen, marked, deleted, missing
+
+
+def test_deleted_facts_are_the_sqlite_overlays(overlays):
+    store, cfg, sqlite_path, pg_url = overlays
+    assert _audit(store, cfg, sqlite_path, AS_OF) == _audit(store, cfg, pg_url, AS_OF) == ROWS
+    lite, pg = OverlayStore(str(sqlite_path)), OverlayStore(pg_url)
+    try:
+        pks = sorted(_ids_by_pk(lite))
+        noted, kept = pks[::3] + pks[:5], pks[1::2]       # some noted twice; every other key kept
+        want, got = _deletion_pass(lite, noted, kept), _deletion_pass(pg, noted, kept)
+        unseen, marked, deleted, missing = got
+        assert unseen == set(pks) - set(noted) and marked == len(unseen) and deleted == unseen
+        assert missing == set(pks) - set(kept)
+        assert got == want
+    finally:
+        lite.close()
+        pg.close()
+
+
+def test_deletion_statements_never_rescan_the_temp_table_per_fact(overlays, monkeypatch):
+    """With work_mem at its floor, the mw_seen / mw_keys statements are still anti-joins."""
+    store, cfg, _, pg_url = overlays
+    _audit(store, cfg, pg_url, AS_OF)
+    pg = OverlayStore(pg_url)
+    try:
+        pg.conn.execute("SET work_mem = '64kB'")
+        statements: list[tuple] = []
+        real = pg.conn.execute
+
+        def recording(sql, params=None):
+            if "mw_seen" in sql or "mw_keys" in sql:
+                statements.append((sql, params))
+            return real(sql, params)
+        monkeypatch.setattr(pg.conn, "execute", recording)
+        pks = sorted(_ids_by_pk(pg))
+        with pg.transaction():
+            pg.begin_unchanged()
+            pg.note_unchanged(list(_ids_by_pk(pg).values())[::2])
+            pg.load_source_keys(iter(pks[::2]))
+            # the plans of the deletion statements, with the temp tables filled
+            source_id, sync_no = real("SELECT id, sync_count FROM sources").fetchone()
+            statements.clear()
+            pg.unseen_live_ids(source_id, sync_no + 1, noted=True)
+            pg.mark_unseen_deleted(source_id, sync_no + 1, noted=True)
+            pg.mark_missing_keys_deleted(source_id)
+            plans = ["\n".join(r[0] for r in real("EXPLAIN " + sql, params)) for sql, params in statements]
+            pg.end_unchanged()
+            pg.drop_source_keys()
+        assert len(plans) == 3
+        for (sql, _), plan in zip(statements, plans):
+            assert "SubPlan" not in plan and "Anti" in plan, (sql, plan)
+    finally:
+        pg.close()
+
+
+def test_an_overlay_made_with_another_fillfactor_gets_this_one_when_opened(overlays):
+    """An overlay made before the setting changed (fillfactor 80) is brought to FACTS_FILLFACTOR."""
+    _, _, _, pg_url = overlays
+    pg = OverlayStore(pg_url)
+    try:
+        pg.conn.execute("ALTER TABLE facts SET (fillfactor = 80)")
+    finally:
+        pg.close()
+    pg = OverlayStore(pg_url)
+    try:
+        options = pg.conn.execute("SELECT reloptions FROM pg_class WHERE oid = 'facts'::regclass").fetchone()[0]
+        assert options == [f"fillfactor={FACTS_FILLFACTOR}"] and FACTS_FILLFACTOR == 50
+    finally:
+        pg.close()
+
+
+def test_a_first_audit_leaves_the_planner_counts_of_what_it_wrote(overlays):
+    """After a sync that wrote most of `facts`, the planner's statistics are refreshed (ANALYZE):
+    with an empty table's counts (reltuples -1), a 100k re-audit read each page of keys by
+    scanning every fact of the source instead of probing the (source_id, pk) index. Few
+    writes, relative to the count, do not analyze again."""
+    store, cfg, _, pg_url = overlays
+    assert _audit(store, cfg, pg_url, AS_OF) == ROWS >= ANALYZE_MIN
+    pg = OverlayStore(pg_url)
+    try:
+        assert pg.conn.execute("SELECT reltuples FROM pg_class WHERE oid = 'facts'::regclass").fetchone()[0] == ROWS
+        assert not pg.refresh_statistics(ANALYZE_MIN - 1)               # too few to matter
+        assert pg.refresh_statistics(ANALYZE_MIN)                           # > a tenth of 617
+    finally:
+        pg.close()

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import random
 
+import pytest
+
 from memwatch_overlay.core import fastjson as jsontext
 from memwatch_overlay.overlay.engine.audit import fact_dicts, fact_lines
 from memwatch_overlay.overlay.store.database import OverlayStore
@@ -66,15 +68,17 @@ def test_every_stored_pk_form_is_written_as_its_parsed_value():
         assert line == encode(next(fact_dicts([row])))
 
 
-def test_the_iso_times_sqlite_writes_are_to_isos(tmp_path):
+@pytest.mark.parametrize("dialect", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_the_iso_times_the_database_writes_are_to_isos(tmp_path, request, dialect):
     """Whole-second epochs from year 1 to 9999 (and fractions, NULLs, the far ends) stored in a
-    real overlay: the report's lines from iter_report_line_rows equal the encoder's text of
-    fact_dicts over iter_report_rows, and SQLite wrote most of the times itself."""
+    real overlay (a SQLite file, a Postgres database): the report's lines from
+    iter_report_line_rows equal the encoder's text of fact_dicts over iter_report_rows, and the
+    database wrote most of the times itself."""
     rnd = random.Random(9)
     lowest, highest = -62135596800, 253402300799          # 0001-01-01, 9999-12-31T23:59:59
     times = [lowest, highest, 0, -1, 1, 951782400, 1796000000, 1796000000.5, 1796000000.000001,
              -0.5, 1e-7, highest + 0.4] + [float(rnd.randrange(lowest, highest)) for _ in range(3000)]
-    store = OverlayStore(tmp_path / "o.db")
+    store = OverlayStore(tmp_path / "o.db" if dialect == "sqlite" else request.getfixturevalue("pg_database")("mw_iso"))
     store.conn.execute("INSERT INTO sources (id, name, connector, target) VALUES (1, 'bot', 'sqlite', 'x')")
     store.conn.executemany(
         "INSERT INTO facts (source_id, tbl, pk, ref, text, category, created_at, updated_at, expires_at, "

@@ -328,6 +328,7 @@ class SyncEngine:
                                   stats.changed + stats.deleted, now, full=full,
                                   config_hash=fingerprint,
                                   rows_seen_delta=live_delta if not read_all or whole else None)
+            store.refresh_statistics(stats.changed + stats.deleted)
         finally:
             if own:
                 connector.close()

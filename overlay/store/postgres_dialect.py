@@ -240,6 +240,15 @@ class PgConnection:
                                f"({redact_dsn(_first_line(exc))})") from None
         # avg()/sum() over integers are numeric in Postgres: read them as float, like SQLite.
         self.raw.adapters.register_loader("numeric", FloatLoader)
+        # No JIT: the planner's cost estimates for the overlay's page-sized statements (score
+        # pages, the summary, the rescore's UPDATE) cross jit_above_cost, and compiling them
+        # took longer than running them.
+        try:
+            self.raw.execute("SET jit = off")
+        except psycopg.Error as exc:
+            self.raw.close()
+            raise OverlayError(f"{redact_dsn(dsn)}: cannot open the overlay database "
+                               f"({redact_dsn(_first_line(exc))})") from None
 
     @property
     def in_transaction(self) -> bool:
@@ -259,6 +268,16 @@ class PgConnection:
         except self._psycopg.Error as exc:
             raise self._error(exc) from None
         return PgCursor(cur, lastrowid)
+
+    def fetch_tuples(self, sql: str, params: Iterable | None = None) -> list[tuple]:
+        """Every row of a SELECT as a plain tuple, fetched at once: for hot paths that read
+        rows by position (no row class per row, no slicing through its lookup by name)."""
+        try:
+            cur = self.raw.cursor(row_factory=self._psycopg.rows.tuple_row)
+            cur.execute(to_postgres(sql), _params(params))
+            return cur.fetchall()
+        except self._psycopg.Error as exc:
+            raise self._error(exc) from None
 
     def executemany(self, sql: str, seq: Iterable[Iterable]) -> PgCursor:
         cur = self.raw.cursor()

@@ -34,16 +34,22 @@ ReportRow = namedtuple("ReportRow", [name for name, _ in REPORT_COLUMNS])  # typ
 _REPORT_COLUMNS_SQL = ", ".join(sql for _, sql in REPORT_COLUMNS)
 REPORT_SELECT = f"SELECT {_REPORT_COLUMNS_SQL} FROM facts f JOIN sources s ON s.id = f.source_id"
 # The JSON report's rows (iter_report_line_rows): REPORT_COLUMNS, then the JSON text of the
-# created_at, updated_at and expires_at ISO times where SQLite writes them exactly as
+# created_at, updated_at and expires_at ISO times where the database writes them exactly as
 # to_iso() does: a whole number of seconds ('unixepoch' is exact there; to_iso() then has no
-# fraction), NULL otherwise (and on Postgres), for the report to compute.
+# fraction), NULL otherwise, for the report to compute. Postgres: to_char of the UTC
+# timestamp (exact for whole seconds), years 1-9999 only (to_iso()'s range; `\"` is a
+# literal quote in a to_char pattern, text in plain quotes is copied as it is).
 _ISO_JSON = "CASE WHEN {c} = CAST({c} AS INTEGER) THEN strftime('\"%Y-%m-%dT%H:%M:%S+00:00\"', {c}, 'unixepoch') END"
+_ISO_JSON_POSTGRES = ("CASE WHEN {c} = trunc({c}) AND {c} BETWEEN -62135596800 AND 253402300799 THEN "
+                      "to_char(to_timestamp({c}) AT TIME ZONE 'UTC', "
+                      "'\\\"YYYY-MM-DD\"T\"HH24:MI:SS\"+00:00\"\\\"') END")
 REPORT_ISO_TIMES = ("created_at", "updated_at", "expires_at")
 _LINE_SELECT_SQLITE = (f"SELECT {', '.join(sql for _, sql in REPORT_COLUMNS)}, "
                        + ", ".join(_ISO_JSON.format(c=f"f.{c}") for c in REPORT_ISO_TIMES)
                        + " FROM facts f JOIN sources s ON s.id = f.source_id")
-_LINE_SELECT_POSTGRES = (f"SELECT {', '.join(sql for _, sql in REPORT_COLUMNS)}, NULL, NULL, NULL "
-                         "FROM facts f JOIN sources s ON s.id = f.source_id")
+_LINE_SELECT_POSTGRES = (f"SELECT {', '.join(sql for _, sql in REPORT_COLUMNS)}, "
+                         + ", ".join(_ISO_JSON_POSTGRES.format(c=f"f.{c}") for c in REPORT_ISO_TIMES)
+                         + " FROM facts f JOIN sources s ON s.id = f.source_id")
 
 
 # The console table's order: live facts stalest first, then the deleted ones.
@@ -99,7 +105,7 @@ class ReportsRepo(RepoBase):
 
     def iter_report_line_rows(self, source_ids: list[int] | None = None) -> Iterator[tuple]:
         """iter_report_rows() in id order, each row followed by the three REPORT_ISO_TIMES
-        texts (JSON) SQLite can write exactly, or NULLs (what the JSON report reads)."""
+        texts (JSON) the database can write exactly, or NULLs (what the JSON report reads)."""
         where, params = scope("+f.source_id", source_ids)
         select = _LINE_SELECT_POSTGRES if self.dialect == "postgres" else _LINE_SELECT_SQLITE
         sql = f"{select} WHERE f.status != 'forgotten' {where} ORDER BY f.id"
