@@ -49,6 +49,7 @@ def source_toml(tmp_path, dsn: str, extra: str = "", table: str = "agent_facts")
 
 def our_backends(dsn: str) -> int:
     return count(dsn, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'memwatch-overlay' "
+                      "AND datname = current_database() "
                       "AND pid <> pg_backend_pid()")
 
 
