@@ -183,3 +183,20 @@ def test_comparing_a_few_facts_does_not_load_numpy():
             "print(len(m._topic_cache), 'numpy' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["0", "False"]
+
+
+def test_a_word_ending_many_texts_is_read_once_per_batch(monkeypatch):
+    """Counted, not timed: a block's texts come in pairs ending alike (a fact's key with its
+    text, and its text alone: "employer: Works at Acme 7", "Works at Acme 7"); each distinct
+    beginning and each distinct last word is read once, and the probabilities are the
+    reference's up to rounding, as for texts read whole."""
+    assert topic_batch.load()
+    topics = load_learned().topics
+    texts = [t for i in range(300) for k, v in KEYED[:2] for t in (f"{k}: {v.format(i)}", v.format(i))]
+    parts: list[str] = []
+    part = topic_batch._Parsed._part
+    monkeypatch.setattr(topic_batch._Parsed, "_part", lambda self, text: parts.append(text) or part(self, text))
+    p = topic_batch.TopicBatch(topics).probs(texts)
+    assert len(parts) == len(set(parts)) == 4 + 300          # 4 beginnings, 300 last words
+    for row, t in list(zip(p.tolist(), texts))[:40]:
+        assert max(abs(x - y) for x, y in zip(row, _reference(topics, t))) <= 1e-12

@@ -260,8 +260,10 @@ class _Parsed:
     of the batch's distinct words, its word pairs' buckets, its content words
     (``content_words``) as indexes of the batch's distinct content words, each list flat
     with where each text ends. An ASCII text is its beginning up to the last space, read
-    once for all the texts sharing it ("employer: Works at Acme"), then its last word: no
-    token spans a space, so the parts are those of the whole."""
+    once for all the texts sharing it ("employer: Works at Acme"), then its last word, also
+    read once for all the texts ending with it (a fact's text and its key with its text, as
+    ``prefetch_topics`` lists them, end alike): no token spans a space, so the parts are
+    those of the whole."""
 
     def __init__(self, batch: TopicBatch, texts: Sequence[str]):
         self.words: dict[str, int] = {}
@@ -275,6 +277,7 @@ class _Parsed:
         self._batch = batch
         self._dense = batch.wordvec is not None
         heads: dict[str, tuple] = {}
+        tails: dict[str, tuple] = {}
         occ, pairs, docc, pair = self.occ, self.pairs, self.docc, batch._pair
         for t in texts:
             i = t.rfind(" ") if t.isascii() else -1
@@ -283,7 +286,10 @@ class _Parsed:
                 h = heads.get(head)
                 if h is None:
                     h = heads[head] = self._part(head)
-                tail = self._part(t[i + 1:])
+                last = t[i + 1:]
+                tail = tails.get(last)
+                if tail is None:
+                    tail = tails[last] = self._part(last)
                 occ += h[0]
                 occ += tail[0]
                 pairs += h[1]
