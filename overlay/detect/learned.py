@@ -317,12 +317,18 @@ class Learned:
     def _masked(self, top: int, tops_mask: int, wants_mask: int) -> tuple[str, frozenset[str], frozenset[str]]:
         """(top topic, likeliest topics, wanted topics) from a class index and two bit masks
         (bit c: class c), as ``_decided`` names them."""
-        classes = self.topics.classes
-        tops = self._named(tuple(c for c in range(len(classes)) if tops_mask >> c & 1))
-        wants = self._named(tuple(c for c in range(len(classes)) if wants_mask >> c & 1))
-        if self.near and tops:
-            wants = self._with_near(wants, tops)
-        return classes[top], tops, wants
+        n = len(self.topics.classes)
+        return self._decision(top, tuple(c for c in range(n) if tops_mask >> c & 1),
+                              tuple(c for c in range(n) if wants_mask >> c & 1))
+
+    def _decision(self, top: int, tops: tuple[int, ...], wants: tuple[int, ...]
+                  ) -> tuple[str, frozenset[str], frozenset[str]]:
+        """(top topic, likeliest topics, wanted topics) named from class indexes, the wanted
+        ones widened by their neighbouring slots (``near``) when there are likeliest ones."""
+        named_tops, named_wants = self._named(tops), self._named(wants)
+        if self.near and named_tops:
+            named_wants = self._with_near(named_wants, named_tops)
+        return self.topics.classes[top], named_tops, named_wants
 
     def _decided(self, text: str, p: Sequence[float]) -> tuple[Sequence[float], str, frozenset[str], frozenset[str]]:
         """``_topics`` of a text from estimated probabilities ``p``: decided on them where
@@ -332,13 +338,10 @@ class Learned:
         if not certain(p, order, ((self.top_k, self.topic_min), (self.want_k, self.want_min))):
             p = self.topics.probs(text)
             order = sorted(range(len(p)), key=p.__getitem__, reverse=True)
-        top = self.topics.classes[order[0]]
-        tops = self._named(tuple(i for i in order[:self.top_k] if p[i] >= self.topic_min))
-        wants = self._named(tuple(i for i in order[:self.want_k] if p[i] >= self.want_min))
-        if self.near and tops:
-            wants = self._with_near(wants, tops)
+        decision = self._decision(order[0], tuple(i for i in order[:self.top_k] if p[i] >= self.topic_min),
+                                  tuple(i for i in order[:self.want_k] if p[i] >= self.want_min))
         # kept as C doubles (the same floats): 34 float objects would take 3x the memory
-        return (array("d", p), top, tops, wants)
+        return (array("d", p), *decision)
 
     def _named(self, idx: tuple[int, ...]) -> frozenset[str]:
         """The topics of these class indexes, "other" left out (one set object per distinct set)."""

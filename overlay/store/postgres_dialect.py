@@ -269,15 +269,15 @@ class PgConnection:
             raise self._error(exc) from None
         return PgCursor(cur, lastrowid)
 
-    def fetch_tuples(self, sql: str, params: Iterable | None = None) -> list[tuple]:
-        """Every row of a SELECT as a plain tuple, fetched at once: for hot paths that read
-        rows by position (no row class per row, no slicing through its lookup by name)."""
+    def execute_plain(self, sql: str, params: Iterable | None = None) -> PgCursor:
+        """execute() of a SELECT whose rows are plain tuples (no row class per row): for hot
+        paths that read rows by position (sqlhelpers.plain_rows)."""
+        cur = self.raw.cursor(row_factory=self._psycopg.rows.tuple_row)
         try:
-            cur = self.raw.cursor(row_factory=self._psycopg.rows.tuple_row)
             cur.execute(to_postgres(sql), _params(params))
-            return cur.fetchall()
         except self._psycopg.Error as exc:
             raise self._error(exc) from None
+        return PgCursor(cur)
 
     def executemany(self, sql: str, seq: Iterable[Iterable]) -> PgCursor:
         cur = self.raw.cursor()
