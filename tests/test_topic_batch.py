@@ -54,6 +54,20 @@ def test_the_batched_probabilities_are_the_reference_up_to_rounding(monkeypatch,
         assert worst < 1e-12
 
 
+def test_a_batch_outgrowing_the_word_caches_keeps_every_word(monkeypatch):
+    """Caches far smaller than a batch's words: each batch still reads every word it needs
+    (a cache cleared in the middle of a batch lost words it had already counted)."""
+    monkeypatch.setattr(topic_batch, "_CACHE", 5)
+    assert topic_batch.load()
+    topics = load_learned().topics
+    texts = _all_texts()
+    batch = topic_batch.TopicBatch(topics)
+    for part in (texts[:40], texts[20:80], texts):          # overlapping: some words kept, some new
+        worst = max(max(abs(x - y) for x, y in zip(row, _reference(topics, t)))
+                    for row, t in zip(batch.probs(part).tolist(), part))
+        assert worst < 1e-12
+
+
 def test_a_model_without_word_vectors_is_batched_too():
     import json
     from memwatch_overlay.overlay.detect.learned import _rules_file

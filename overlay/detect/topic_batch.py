@@ -24,6 +24,7 @@ from __future__ import annotations
 import zlib
 from typing import TYPE_CHECKING, Sequence
 
+from memwatch_overlay.overlay.detect.topic_estimate import MARGIN
 from memwatch_overlay.overlay.detect.wordvec import content_words, wordpiece
 
 if TYPE_CHECKING:
@@ -134,7 +135,6 @@ class TopicBatch:
         ``sorted(..., reverse=True)`` leaves them), whether ``certain`` holds of it, and for
         each ``(k, at_least)`` the classes at least so likely among its k likeliest, as a
         bit mask (bit c: class c). The same tests as ``certain``, on all rows at once."""
-        from memwatch_overlay.overlay.detect.topic_estimate import MARGIN
         order = np.argsort(-p, axis=1, kind="stable")
         ps = np.take_along_axis(p, order, axis=1)
         size = p.shape[1]
@@ -197,27 +197,21 @@ class TopicBatch:
             return np.zeros((n, self.size), dtype=np.float64)
         units = self._units
         new = [w for w in parsed.dwords if w not in units]
+        if len(units) + len(new) > _CACHE:        # make room first: every word of the batch stays
+            units.clear()
+            new = list(parsed.dwords)
         if new:
             self._unit_vectors(new)
-        zero = self._zero
-        u = np.asarray([units.get(w, zero) if w in units else self._unit_vector(w)
-                        for w in parsed.dwords], dtype=np.float64)
+        u = np.asarray([units[w] for w in parsed.dwords], dtype=np.float64)
         s = _segment_sums(_segments(parsed.d_ends), np.ascontiguousarray(u.T), np.asarray(parsed.docc, dtype=np.int64), n)
         norm = np.sqrt(np.einsum("ij,ij->i", s, s))
         norm[norm == 0.0] = np.inf                  # no known word: no word-vector features
         return (s * (self._scale / norm)[:, None]) @ self._dense
 
-    def _unit_vector(self, w: str) -> np.ndarray:
-        """One word's unit vector (a word met again after the cache was cleared)."""
-        self._unit_vectors([w])
-        return self._units.get(w) or self._zero
-
     def _unit_vectors(self, words: list[str]) -> None:
         """The unit vector (the mean of its WordPiece vectors, scaled: ``word_vector``) of
-        each of these words, kept in ``_units`` (None for a word the vocabulary cannot split)."""
+        each of these words, kept in ``_units`` (zeros for a word the vocabulary cannot split)."""
         units = self._units
-        if len(units) > _CACHE:
-            units.clear()
         flat: list[int] = []
         ends: list[int] = []
         known: list[str] = []
