@@ -82,12 +82,20 @@ def run_audit(store: Path, overlay: Path, cfg, fast: bool = True, monkeypatch=No
             monkeypatch.undo()
 
 
-@pytest.mark.parametrize("fast", [True, False], ids=["set-comparison", "record-path"])
-def test_a_cleared_category_falls_back_to_the_rules_and_only_that_fact_is_written(tmp_path, monkeypatch, fast):
+@pytest.fixture
+def audited(tmp_path):
+    """The bot's store and its overlay after a first audit: (store, overlay, config)."""
     store, overlay = tmp_path / "bot.db", tmp_path / "overlay.db"
     make_store(store)
     cfg = config_for(store)
     run_audit(store, overlay, cfg)
+    return store, overlay, cfg
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["set-comparison", "record-path"])
+def test_a_cleared_category_falls_back_to_the_rules_and_only_that_fact_is_written(audited, tmp_path, monkeypatch,
+                                                                                  fast):
+    store, overlay, cfg = audited
     assert categories(overlay)["bot:memories:1"] == "employment"
     count_writes(overlay)
     source_sql(store, "UPDATE memories SET kind = NULL WHERE id = 1")
@@ -132,11 +140,8 @@ def test_the_console_script_recategorises_a_cleared_category(tmp_path):
 
 
 @pytest.mark.parametrize("fast", [True, False], ids=["set-comparison", "record-path"])
-def test_setting_and_changing_the_column_are_changes_and_are_remembered(tmp_path, monkeypatch, fast):
-    store, overlay = tmp_path / "bot.db", tmp_path / "overlay.db"
-    make_store(store)
-    cfg = config_for(store)
-    run_audit(store, overlay, cfg)
+def test_setting_and_changing_the_column_are_changes_and_are_remembered(audited, monkeypatch, fast):
+    store, overlay, cfg = audited
     count_writes(overlay)
     # set: a category other than the rules' (2), the rules' own (3); changed: 5
     source_sql(store, "UPDATE memories SET kind = 'preference' WHERE id = 2")
@@ -156,11 +161,8 @@ def test_setting_and_changing_the_column_are_changes_and_are_remembered(tmp_path
     assert len(writes(overlay)) == 3
 
 
-def test_unchanged_rows_write_nothing_and_store_what_was_given(tmp_path, monkeypatch):
-    store, overlay = tmp_path / "bot.db", tmp_path / "overlay.db"
-    make_store(store)
-    cfg = config_for(store)
-    run_audit(store, overlay, cfg)
+def test_unchanged_rows_write_nothing_and_store_what_was_given(audited, monkeypatch):
+    store, overlay, cfg = audited
     with OverlayStore(str(overlay)) as ov:
         given = dict(ov.conn.execute("SELECT ref, category_given FROM facts"))
     # the text the source gave, as it gave it; NULL for NULL and for an empty column
