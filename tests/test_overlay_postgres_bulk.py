@@ -97,8 +97,7 @@ def test_bulk_rescore_and_reaudit_store_what_sqlite_stores(overlays, monkeypatch
     for as_of in (AS_OF, LATER):
         assert _audit(store, cfg, sqlite_path, as_of) == _audit(store, cfg, pg_url, as_of) == ROWS
     assert sum(copied) >= ROWS, "the Postgres re-audit at a new as-of wrote its scores by COPY"
-    lite, pg = OverlayStore(str(sqlite_path)), OverlayStore(pg_url)
-    try:
+    with OverlayStore(str(sqlite_path)) as lite, OverlayStore(pg_url) as pg:
         want, got = _scores(lite), _scores(pg)
         assert want.keys() == got.keys() and len(got) == ROWS
         for ref, row in want.items():
@@ -108,9 +107,6 @@ def test_bulk_rescore_and_reaudit_store_what_sqlite_stores(overlays, monkeypatch
             if row[-1] is not None:
                 assert abs(got[ref][-1] - row[-1]) < 1e-3, ref
         assert pg.count_changed(1, 2) == 0, "the unchanged re-audit rewrote facts"
-    finally:
-        lite.close()
-        pg.close()
 
 
 def test_a_rescore_keeps_next_change_when_it_is_the_same_instant(overlays):
@@ -148,8 +144,7 @@ def test_a_first_audit_upserts_pages_by_copy_as_sqlite_stores_them(overlays, mon
     _audit(store, cfg, pg_url, AS_OF)
     assert sum(pages) == ROWS
     cols = [c for c in FACT_COLUMNS if c not in ("first_seen", "last_seen")]
-    lite, pg = OverlayStore(str(sqlite_path)), OverlayStore(pg_url)
-    try:
+    with OverlayStore(str(sqlite_path)) as lite, OverlayStore(pg_url) as pg:
         query = f"SELECT {', '.join(cols)} FROM facts ORDER BY id"
         assert [tuple(r) for r in pg.conn.execute(query)] == [tuple(r) for r in lite.conn.execute(query)]
         rows = [tuple(r) for r in pg.conn.execute(f"SELECT {', '.join(FACT_COLUMNS)} FROM facts ORDER BY id")]
@@ -160,17 +155,13 @@ def test_a_first_audit_upserts_pages_by_copy_as_sqlite_stores_them(overlays, mon
         assert sum(pages) == ROWS, "a page with a key twice went by COPY"
         assert pg.conn.execute("SELECT text FROM facts WHERE pk = ?", (rows[0][2],)).fetchone()[0] == rows[0][text]
         assert pg.conn.execute("SELECT count(*) FROM facts").fetchone()[0] == ROWS
-    finally:
-        lite.close()
-        pg.close()
 
 
 def test_compare_lookups_and_unchanged_notes_match_sqlite(overlays, monkeypatch):
     store, cfg, sqlite_path, pg_url = overlays
     _audit(store, cfg, sqlite_path, AS_OF)
     _audit(store, cfg, pg_url, AS_OF)
-    lite, pg = OverlayStore(str(sqlite_path)), OverlayStore(pg_url)
-    try:
+    with OverlayStore(str(sqlite_path)) as lite, OverlayStore(pg_url) as pg:
         pks = [r[0] for r in lite.conn.execute("SELECT pk FROM facts ORDER BY id")]
         asked = pks[::3] + ['{"id": "no such row"}', '{"id": "it\'s \\u00e9"}']
         want, got = lite.stored_for_compare(1, asked), pg.stored_for_compare(1, asked)
@@ -186,9 +177,6 @@ def test_compare_lookups_and_unchanged_notes_match_sqlite(overlays, monkeypatch)
             noted = pg.conn.execute("SELECT count(*) FROM temp.mw_seen").fetchone()[0]
             pg.end_unchanged()
         assert noted == len(ids)
-    finally:
-        lite.close()
-        pg.close()
 
 
 def test_facts_pages_leave_room_for_updates_in_place(overlays):
@@ -250,8 +238,7 @@ def _deletion_pass(store: OverlayStore, noted_pks: list[str], kept_pks: list[str
 def test_deleted_facts_are_the_sqlite_overlays(overlays):
     store, cfg, sqlite_path, pg_url = overlays
     assert _audit(store, cfg, sqlite_path, AS_OF) == _audit(store, cfg, pg_url, AS_OF) == ROWS
-    lite, pg = OverlayStore(str(sqlite_path)), OverlayStore(pg_url)
-    try:
+    with OverlayStore(str(sqlite_path)) as lite, OverlayStore(pg_url) as pg:
         pks = sorted(_ids_by_pk(lite))
         noted, kept = pks[::3] + pks[:5], pks[1::2]       # some noted twice; every other key kept
         want, got = _deletion_pass(lite, noted, kept), _deletion_pass(pg, noted, kept)
@@ -259,9 +246,6 @@ def test_deleted_facts_are_the_sqlite_overlays(overlays):
         assert unseen == set(pks) - set(noted) and marked == len(unseen) and deleted == unseen
         assert missing == set(pks) - set(kept)
         assert got == want
-    finally:
-        lite.close()
-        pg.close()
 
 
 def test_deletion_statements_never_rescan_the_temp_table_per_fact(overlays, monkeypatch):
