@@ -214,3 +214,60 @@ def test_a_word_ending_many_texts_is_read_once_per_batch(monkeypatch):
     assert len(parts) == len(set(parts)) == 4 + 300          # 4 beginnings, 300 last words
     for row, t in list(zip(p.tolist(), texts))[:40]:
         assert max(abs(x - y) for x, y in zip(row, _reference(topics, t))) <= 1e-12
+
+
+def _many_users_store(tmp_path):
+    """Many users with a few memories each (the paraphrase cases, one case per user: its
+    older memory and its newer text, plus a keyed value that changes): every block is far
+    below MIN_BATCH texts."""
+    rows = []
+    for j, (old, key, new) in enumerate(_case_texts()):
+        user = f"u{j}"
+        k, v = KEYED[j % len(KEYED)]
+        rows.append((user, "general", k, v.format(j), f"2024-{1 + j % 12:02d}-{1 + j % 27:02d} 08:00:00"))
+        rows.append((user, "general", key, old, f"2024-{1 + j % 12:02d}-{1 + j % 27:02d} 09:00:00"))
+        rows.append((user, "general", None, new, f"2026-{1 + j % 10:02d}-{1 + j % 27:02d} 11:00:00"))
+        rows.append((user, "general", k, v.format(j + 1000), f"2026-{1 + j % 10:02d}-{1 + j % 27:02d} 12:00:00"))
+    return _write(tmp_path / "bot.db", rows), len(rows)
+
+
+def test_many_small_blocks_are_batched_together(tmp_path, monkeypatch, learned):
+    """A store of many users (blocks of four facts): the blocks of a large sync are gathered
+    and their topics estimated in batches across blocks (blocks.TOPIC_BATCH_FACTS), not text
+    by text; the findings are those of the per-text estimate."""
+    from memwatch_overlay.overlay.detect import blocks
+    monkeypatch.setattr(topic_batch, "MIN_BATCH", 100)
+    monkeypatch.setattr(blocks, "SCAN_MIN_CHANGED", 100)
+    monkeypatch.setattr(blocks, "TOPIC_BATCH_FACTS", 200)    # several batches, the last one partial
+    store, n = _many_users_store(tmp_path)
+    assert n > 3 * blocks.TOPIC_BATCH_FACTS
+    estimated: list[str] = []
+    probs = TopicEstimator.probs
+    monkeypatch.setattr(TopicEstimator, "probs", lambda self, t: estimated.append(t) or probs(self, t))
+    batches: list[int] = []
+    batched = topic_batch.TopicBatch.probs
+    monkeypatch.setattr(topic_batch.TopicBatch, "probs", lambda self, ts: batches.append(len(ts)) or batched(self, ts))
+    monkeypatch.setattr(topic_batch, "USE_NUMPY", False)        # as without numpy: text by text
+    without = _findings(store, tmp_path / "o1.db")
+    assert len(estimated) > n and batches == []
+    learned._topic_cache.clear()
+    learned._info.clear()
+    estimated.clear()
+    monkeypatch.setattr(topic_batch, "USE_NUMPY", True)
+    with_batches = _findings(store, tmp_path / "o2.db")
+    assert with_batches == without and len(with_batches) > 50
+    assert len(batches) >= 3 and estimated == []
+
+
+def test_a_small_sync_is_not_gathered_for_a_batch(tmp_path, monkeypatch, learned):
+    """Below SCAN_MIN_CHANGED changed facts (a daemon's incremental sync) the blocks are
+    walked as they are read: nothing is held back to fill a batch."""
+    from memwatch_overlay.overlay.detect import blocks
+    monkeypatch.setattr(topic_batch, "MIN_BATCH", 100)
+    monkeypatch.setattr(blocks, "TOPIC_BATCH_FACTS", 200)
+    store, n = _many_users_store(tmp_path)
+    assert n < blocks.SCAN_MIN_CHANGED
+    made = []
+    monkeypatch.setattr(topic_batch, "TopicBatch", lambda model: made.append(model))
+    assert len(_findings(store, tmp_path / "o.db")) > 50
+    assert made == [] and learned._batch is None
