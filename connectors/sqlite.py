@@ -359,14 +359,15 @@ class SqliteConnector(TableConnector):
             return stmt, ()
         return stmt.where(exp.paren(exp.or_(*conds)) if len(conds) > 1 else conds[0]), tuple(params)
 
+    _plain_next = False     # read_for_compare(): the next read() yields plain rows as tuples
+
     def read_for_compare(self, cursor: dict | None = None) -> Iterator:
         """read(), with plain rows as tuples (base.Connector.read_for_compare); a preset's own
         read() yields its Records."""
-        if type(self).read is not SqliteConnector.read:
-            return self.read(cursor)
-        return self.read(cursor, plain=True)
+        self._plain_next = type(self).read is SqliteConnector.read
+        return self.read(cursor)
 
-    def read(self, cursor: dict | None = None, plain: bool = False) -> Iterator[Record]:
+    def read(self, cursor: dict | None = None) -> Iterator[Record]:
         """Full read (cursor None) paged by rowid, or one statement over what changed.
 
         The new cursor's `updated_at` mark is exact: an incremental read is one statement
@@ -376,6 +377,11 @@ class SqliteConnector(TableConnector):
         MARK_ROWIDS of them; beyond that, bulk rows sharing one timestamp, by the largest
         rowid) so they are not read again, while another write in the same clock tick is.
         """
+        plain, self._plain_next = self._plain_next, False
+        return self._read(cursor, plain)
+
+    def _read(self, cursor: dict | None, plain: bool) -> Iterator:
+        """read()'s rows (`plain`: plain rows as tabular.tuple_plain's tuples)."""
         mapping, pks, wanted, use_rowid, watermark = self._plan()
         cursor = dict(cursor or {})
         self.deferred_until = None

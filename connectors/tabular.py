@@ -231,7 +231,6 @@ class TableConnector(Connector):
 
         return record
 
-
     def tuple_plain(self, names: list[str], pks: list[str], mapping: dict,
                     record: Callable[[tuple], Record | None]) -> Callable[[tuple], tuple | None] | None:
         """plain(row_tuple) -> the PLAIN_FIELDS tuple of a row whose Record (`record(row)`, the

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from array import array
 import hashlib
 import itertools
 import json
 import queue
 import threading
 import time
+from array import array
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Callable, NamedTuple
