@@ -146,6 +146,13 @@ class Connector(abc.ABC):
         can mark the ones it no longer sees as deleted in the source.
         """
 
+    def read_for_compare(self, cursor: dict[str, Any] | None = None) -> Iterator:
+        """read(cursor) for a sync that compares each record with its stored fact: a
+        connector may yield, in place of a plain row's Record, a tuple of its values
+        (connectors/tabular.py PLAIN_FIELDS), which the sync compares without a Record and
+        turns into one (`record(row)`) only when it differs. The default yields Records."""
+        return self.read(cursor)
+
     def describe(self) -> list[TableInfo]:
         """Tables and columns the source holds (for detection and error messages)."""
         return []

@@ -359,6 +359,14 @@ class SqliteConnector(TableConnector):
             return stmt, ()
         return stmt.where(exp.paren(exp.or_(*conds)) if len(conds) > 1 else conds[0]), tuple(params)
 
+    _plain_next = False     # read_for_compare(): the next read() yields plain rows as tuples
+
+    def read_for_compare(self, cursor: dict | None = None) -> Iterator:
+        """read(), with plain rows as tuples (base.Connector.read_for_compare); a preset's own
+        read() yields its Records."""
+        self._plain_next = type(self).read is SqliteConnector.read
+        return self.read(cursor)
+
     def read(self, cursor: dict | None = None) -> Iterator[Record]:
         """Full read (cursor None) paged by rowid, or one statement over what changed.
 
@@ -369,6 +377,11 @@ class SqliteConnector(TableConnector):
         MARK_ROWIDS of them; beyond that, bulk rows sharing one timestamp, by the largest
         rowid) so they are not read again, while another write in the same clock tick is.
         """
+        plain, self._plain_next = self._plain_next, False
+        return self._read(cursor, plain)
+
+    def _read(self, cursor: dict | None, plain: bool) -> Iterator:
+        """read()'s rows (`plain`: plain rows as tabular.tuple_plain's tuples)."""
         mapping, pks, wanted, use_rowid, watermark = self._plan()
         cursor = dict(cursor or {})
         self.deferred_until = None
@@ -402,10 +415,12 @@ class SqliteConnector(TableConnector):
         else:
             batches = self.iter_batches(self._select(wanted, False).sql(dialect=self.dialect), (), names)
         # Rows stay tuples: `names` is known once the first statement ran.
-        record = None
+        record = plain_of = None
         for batch in batches:
             if record is None:
                 record = self.tuple_records(names, pks, mapping) or partial(self._dict_record, names, pks, mapping)
+                if plain:      # read_for_compare(): plain rows as tuples (tabular.tuple_plain)
+                    plain_of = self.tuple_plain(names, pks, mapping, record)
                 rid_at = names.index(ROWID) if ROWID in names else None
                 mark_at = names.index(watermark) if scan_updates and watermark in names else None
             for row in batch:
@@ -415,6 +430,11 @@ class SqliteConnector(TableConnector):
                 if scan_updates:
                     # the digest is taken only for a row at the mark (a handful per read)
                     mark.see(None if mark_at is None else row[mark_at], rid, partial(_tuple_digest, names, row))
+                if plain_of is not None:
+                    values = plain_of(row)
+                    if values is not None:
+                        yield values
+                        continue
                 rec = record(row)
                 if rec is not None:
                     yield rec

@@ -231,6 +231,92 @@ class TableConnector(Connector):
 
         return record
 
+    def tuple_plain(self, names: list[str], pks: list[str], mapping: dict,
+                    record: Callable[[tuple], Record | None]) -> Callable[[tuple], tuple | None] | None:
+        """plain(row_tuple) -> the PLAIN_FIELDS tuple of a row whose Record (`record(row)`, the
+        tuple path's) would be a plain one, without making it: None for any other row (the
+        caller makes its Record). None when tuple_records() declines, or for a key of several
+        columns.
+
+        A plain row is one the tuple path reads without falling back: str text (not blank),
+        a str or int key value, str or NULL subject and key, no category of its own (the
+        category column unmapped, NULL or empty), an int or NULL access count, naive ISO
+        text or NULL times. Its tuple holds exactly the Record's values (tests/test_plain_compare.py).
+        """
+        if len(pks) != 1 or self.tuple_records(names, pks, mapping) is None:
+            return None
+        where = {name: i for i, name in enumerate(names)}
+        text_at = where[mapping["text"][0]]
+        pk_name = pks[0]
+        pk_at = where[pk_name]
+        opt_at = [None if mapping.get(k) is None else where[mapping[k][0]] for k in ("subject", "key")]
+        subject_at, key_at = opt_at
+        category_at = None if mapping.get("category") is None else where[mapping["category"][0]]
+        count_at = None if mapping.get("access_count") is None else where[mapping["access_count"][0]]
+        time_at = [(n, where[mapping[k][0]]) for n, k in enumerate(TIME_FIELDS) if mapping.get(k) is not None]
+        table = self.table_name
+        fromiso, epoch0 = dt.datetime.fromisoformat, _NAIVE_EPOCH
+
+        def plain(row: tuple) -> tuple | None:
+            text = row[text_at]
+            if text.__class__ is not str or not text.strip():
+                return None
+            value = row[pk_at]
+            if value.__class__ is not str:
+                if value.__class__ is not int:
+                    return None
+                value = str(value)
+            subject = key = None
+            if subject_at is not None:
+                subject = row[subject_at]
+                if subject.__class__ is str:
+                    subject = subject or None
+                elif subject is not None:
+                    return None
+            if key_at is not None:
+                key = row[key_at]
+                if key.__class__ is str:
+                    key = key or None
+                elif key is not None:
+                    return None
+            if category_at is not None:
+                category = row[category_at]
+                if category is not None and category != "":
+                    return None          # a category of its own (or not text): the Record path
+            count = 0
+            if count_at is not None:
+                count = row[count_at]
+                if count is None:
+                    count = 0
+                elif count.__class__ is not int:
+                    return None
+            times = [None, None, None, None]
+            last_raw = last = None
+            for n, i in time_at:
+                raw = row[i]
+                if raw is None:
+                    continue
+                if raw.__class__ is not str or len(raw) < 10 or raw[4] != "-":
+                    return None
+                if raw != last_raw:
+                    try:
+                        parsed = fromiso(raw)
+                    except ValueError:
+                        return None
+                    if parsed.tzinfo is not None:
+                        return None
+                    last, last_raw = (parsed - epoch0).total_seconds(), raw
+                times[n] = last
+            return (pk_name, value, table, text, subject, key, times[0], times[1], times[2], count, times[3],
+                    row, record)
+
+        return plain
+
+
+# What a connector's read_for_compare() yields for a plain row, in order (tuple_plain):
+PLAIN_FIELDS = ("pk_name", "pk_value", "table", "text", "subject", "key", "created_at", "updated_at",
+                "accessed_at", "access_count", "expires_at", "row", "record")
+
 
 _ROW_TO_RECORD = TableConnector.row_to_record   # the general path tuple_records stands in for
 _NAIVE_EPOCH = dt.datetime(1970, 1, 1)

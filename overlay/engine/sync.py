@@ -23,6 +23,7 @@ import json
 import queue
 import threading
 import time
+from array import array
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Callable, NamedTuple
@@ -47,6 +48,7 @@ BATCH = 2000
 BULK_MIN = 50_000   # a full sync past this many records (and a quarter of the overlay) loads in bulk
 SQL_RESCORE_MIN = 1000   # a rescore of this many facts scores the plain ones in SQL (store.rescore_plain)
 RESCORE_CHUNK = 900   # ids per `IN (…)`: well under SQLite's bound-variable limit
+PENDING_MAX = 1_000_000   # unchanged facts' ids a full read keeps before noting them (_SeenUnchanged)
 
 
 @dataclass
@@ -58,6 +60,7 @@ class SyncStats:
     deleted: int = 0
     contradictions: int = 0
     comparisons: int = 0
+    plain_unchanged: int = 0    # rows found unchanged without a Record (read_for_compare's plain rows)
     keys_read: int = 0          # deletion pass: keys read from the source
     missing: int = 0            # deletion pass: source rows the overlay did not have
     full: bool = False
@@ -288,8 +291,11 @@ class SyncEngine:
                 sync_no = store.begin_sync(source_id)
                 cursor = None if full else store.cursor_of(source_id)
                 rows_before = connector.rows_read
+                # (compare: the ids of unchanged facts are kept, and noted in mw_seen only when
+                # the read turns out to need the deletion mark: _SeenUnchanged)
+                seen = _SeenUnchanged(store, noting=fast is not None) if compare else None
                 if fast is None:
-                    records = connector.read(cursor)
+                    records = connector.read_for_compare(cursor) if compare else connector.read(cursor)
                 else:                # only the rows the comparison did not find unchanged
                     records = connector.records_at(found.redo)
                     connector.count_rows_read(found.rows)
@@ -298,14 +304,16 @@ class SyncEngine:
                 touched, live_delta, replaced = self._ingest(
                     records, source_id, sync_no, now, as_of, stats,
                     track=not full, on_progress=on_progress, bulk=full, compare=compare,
-                    seen_kept=fast is not None)
+                    seen_kept=fast is not None, seen=seen)
                 if on_progress:
                     on_progress(stats.records, phase="scoring and detecting contradictions")
                 # A connector may answer an incremental read with everything (a rewritten
                 # JSON file): then it is a full read after all.
                 read_all = full or getattr(connector, "read_all", False)
                 gone: list[int] = []
-                if read_all and not whole:
+                # every non-deleted fact seen unchanged and nothing written: none is unseen
+                all_seen = seen is not None and seen.settle(source_id)
+                if read_all and not whole and not all_seen:
                     if self.detector is not None or self.detector_factory is not None:
                         # their subjects' blocks are walked again
                         gone = store.unseen_live_ids(source_id, sync_no, noted=compare)
@@ -403,14 +411,16 @@ class SyncEngine:
 
     def _ingest(self, records, source_id: int, sync_no: int, now: float, as_of: float, stats: SyncStats,
                 track: bool, on_progress: Callable[[int], None] | None = None, bulk: bool = False,
-                compare: bool = False, seen_kept: bool = False):
+                compare: bool = False, seen_kept: bool = False, seen: "_SeenUnchanged | None" = None):
         """Upsert records in batches. With `track`, also return the touched fact ids and the
         change in live facts (index lookups per batch: O(batch), never a recount). With
         `bulk`, a large load drops the read-only indexes and rebuilds them at the end. With
         `compare` (a full read, configuration unchanged), each page of records is compared
         with the stored facts first (`_unchanged`): an unchanged record costs no write, only
-        a note of its id (mw_seen) for the deletion mark (`seen_kept`: the ids the set
-        comparison noted there stay)."""
+        its id handed to `seen` (noted in mw_seen for the deletion mark; `seen_kept`: the ids
+        the set comparison noted there stay). A plain row given as a tuple
+        (Connector.read_for_compare) is compared as it is and becomes a Record only when it
+        differs from its fact (_plain_unchanged: never unchanged where the Record would not be)."""
         store = self.store
         touched: list[int] = []
         live_delta = 0
@@ -423,6 +433,9 @@ class SyncEngine:
         unchanged = self._unchanged_test() if compare else None
         if compare and not seen_kept:      # (seen_kept: the set comparison's mw_seen is filled)
             store.begin_unchanged()
+        if compare and seen is None:
+            seen = _SeenUnchanged(store, noting=True)
+        pk_prefixes: dict[str, str] = {}
         fresh = bulk and store.max_fact_id() == 0
 
         def write(batch: list[FactRow]) -> None:
@@ -445,17 +458,34 @@ class SyncEngine:
             nonlocal live_delta
             batch: list[FactRow] = []
             if unchanged is not None:
-                pks = [pk_json(rec.pk) for rec in page]
+                pks = []
+                for rec in page:
+                    if rec.__class__ is tuple:      # a plain row (PLAIN_FIELDS): pk_json() of its one key
+                        prefix = pk_prefixes.get(rec[0])
+                        if prefix is None:
+                            prefix = pk_prefixes[rec[0]] = "{" + _enc(rec[0]) + ": "
+                        pks.append(prefix + _enc(rec[1]) + "}")
+                    else:
+                        pks.append(pk_json(rec.pk))
                 stored = store.stored_for_compare(source_id, pks)
-                seen = []
+                ids: list[int] = []
+                dead = False
+                plain = 0
                 for rec, pk in zip(page, pks):
                     old = stored.get(pk)
+                    if rec.__class__ is tuple:
+                        if old is not None and _plain_unchanged(rec, old):
+                            ids.append(old[0])
+                            plain += 1
+                            continue
+                        rec = rec[12](rec[11])      # its Record (tabular.tuple_plain's `record`)
                     if old is not None and unchanged(rec, old):
-                        seen.append(old[0])
+                        ids.append(old[0])
+                        dead = dead or old[12] == "deleted"
                     else:
                         batch.append(fact_row(rec, pk))
-                if seen:
-                    store.note_unchanged(seen)
+                stats.plain_unchanged += plain
+                seen.add(ids, wrote=bool(batch) or dead)
             else:
                 batch = page_rows(page)
             if track:
@@ -473,7 +503,7 @@ class SyncEngine:
         try:
             for rec in records:
                 page.append(rec)
-                if rec.replaced_by:
+                if rec.__class__ is not tuple and rec.replaced_by:
                     replaced.append((rec.ref, make_ref(rec.source, rec.table, rec.replaced_by),
                                      rec.replaced_note or "the source marks it replaced"))
                 if len(page) >= BATCH:
@@ -723,6 +753,66 @@ def _made_with(before, fingerprint: str | None) -> bool:
     fingerprint): then a full read may compare records with them instead of rewriting."""
     return (before is not None and before["last_full_sync"] is not None
             and before["config_hash"] == fingerprint)
+
+
+def _plain_unchanged(row: tuple, old: tuple) -> bool:
+    """_unchanged_test()'s answer for a plain row (tabular.PLAIN_FIELDS) whose Record would
+    have no category of its own and status `active`, against its stored fact (UNCHANGED_COLUMNS):
+    the same equalities. False for a fact not `active` (the Record path judges it)."""
+    (_, _, table, text, subject, key, created, updated, accessed, count, expires, _, _) = row
+    (_, tbl, o_subject, o_key, o_text, _, given, o_created, o_updated, o_accessed, o_count, o_expires, status,
+     _) = old
+    return (o_text == text and o_key == key and o_subject == subject and o_created == created
+            and o_updated == updated and o_expires == expires and o_accessed == accessed and o_count == count
+            and tbl == table and given is None and status == "active")
+
+
+class _SeenUnchanged:
+    """The ids of the facts a full read found unchanged (nothing written for them), which the
+    deletion mark must not mark (TEMP mw_seen).
+
+    While the read writes nothing, they are kept here (strictly ascending, as a first load's
+    ids and the source's rows come, at most PENDING_MAX): a read that changed nothing and saw
+    every non-deleted fact of the source notes none and marks nothing (settle(); on a
+    Postgres overlay noting 100k ids was a fifth of a same-day re-audit). At the first page
+    that wrote, or ids out of order, they are noted, and so is each page after. `noting`:
+    from the start (the set comparison's rows)."""
+
+    def __init__(self, store: OverlayStore, noting: bool):
+        self.store = store
+        self.noting = noting
+        self.pending = array("q")
+        self.last = 0             # fact ids start at 1
+
+    def add(self, ids: list[int], wrote: bool) -> None:
+        """`ids`: a page's unchanged facts; `wrote`: the page wrote a fact (or saw a deleted
+        one unchanged): the deletion mark will be needed."""
+        if not self.noting:
+            if (not wrote and len(self.pending) + len(ids) <= PENDING_MAX
+                    and (not ids or (ids[0] > self.last and all(a < b for a, b in zip(ids, ids[1:]))))):
+                if ids:
+                    self.pending.extend(ids)
+                    self.last = ids[-1]
+                return
+            self._note_pending()
+        if ids:
+            self.store.note_unchanged(ids)
+
+    def settle(self, source_id: int) -> bool:
+        """True when nothing was written and the ids kept are every non-deleted fact of the
+        source (none noted: there is nothing to mark deleted); else they are noted now."""
+        if self.noting:
+            return False
+        if len(self.pending) == self.store.count_not_deleted(source_id):
+            return True
+        self._note_pending()
+        return False
+
+    def _note_pending(self) -> None:
+        self.noting = True
+        for i in range(0, len(self.pending), 50_000):
+            self.store.note_unchanged(self.pending[i:i + 50_000].tolist())
+        self.pending = array("q")
 
 
 class _Counted:

@@ -266,6 +266,11 @@ class FactsRepo(RepoBase):
         return self.conn.execute(f"SELECT count(*) FROM facts WHERE source_id = ? AND {LIVE}",
                                  (source_id,)).fetchone()[0]
 
+    def count_not_deleted(self, source_id: int) -> int:
+        """Facts of the source a full read's deletion mark could mark (status not `deleted`)."""
+        return self.conn.execute("SELECT count(*) FROM facts WHERE source_id = ? AND status != 'deleted'",
+                                 (source_id,)).fetchone()[0]
+
     def live_count_of(self, source_id: int, pks: list[str]) -> int:
         """How many of these pks (JSON text) are live facts of the source now (index lookups)."""
         n = 0
