@@ -44,6 +44,10 @@ from memwatch_overlay.overlay.store.database import FactRow, OverlayStore, Score
 from memwatch_overlay.core.vocab import LIVE_STATUSES
 
 BATCH = 2000
+# A first full read of a plain SQLite table into a SQLite overlay is staged and inserted in SQL
+# (overlay/store/bulk_load.py, SyncEngine._stage_load); False: every row takes the Record path
+# (the tests compare both).
+SQL_LOAD = True
 BULK_MIN = 50_000   # a full sync past this many records (and a quarter of the overlay) loads in bulk
 SQL_RESCORE_MIN = 1000   # a rescore of this many facts scores the plain ones in SQL (store.rescore_plain)
 RESCORE_CHUNK = 900   # ids per `IN (…)`: well under SQLite's bound-variable limit
@@ -252,13 +256,14 @@ class SyncEngine:
     # -- sync -----------------------------------------------------------------------------
     def sync(self, source: SourceConfig, as_of: float | None = None, full: bool = True,
              connector: Connector | None = None,
-             on_progress: Callable[[int], None] | None = None) -> SyncStats:
+             on_progress: Callable[[int], None] | None = None, now: float | None = None) -> SyncStats:
         """Read `source` (all of it when `full`, else from the stored cursor) into the overlay.
 
         `full=False` never marks facts deleted: records it does not read are simply unchanged.
+        `now`: the clock the sync stamps (first_seen, last_seen; time.time() by default).
         """
         started = time.monotonic()
-        now = time.time()
+        now = time.time() if now is None else now
         as_of = now if as_of is None else as_of
         own = connector is None
         connector = connector or make_connector(source)
@@ -266,10 +271,13 @@ class SyncEngine:
         if own:
             connector.open()
         warned = len(connector.warnings)
+        load = None
         try:
             store = self.store
             # a plain SQLite table is compared in SQL first, outside the transaction (_set_compare)
             fast = self._set_compare(source, connector) if full else None
+            # a first full read of such a table is staged in SQL, also before the transaction
+            load = self._stage_load(source, connector, now, as_of, on_progress) if full and fast is None else None
             guard = self.guard(store, source.name) if self.guard else contextlib.nullcontext()
             with store.transaction(), guard:
                 before = store.source_row(source.name)
@@ -281,6 +289,9 @@ class SyncEngine:
                 if fast is not None and not (compare and store.data_version() == fast.version):
                     fast = None      # another connection committed since: compare record by record
                     store.end_unchanged()
+                if load is not None and store.data_version() != load.version:
+                    store.drop_staged()   # another connection committed since: the Record path
+                    load = None
                 found = fast.found if fast is not None else None
                 whole = found is not None and found.whole   # every non-deleted fact matched: none unseen
                 source_id = store.ensure_source(source.name, source.connector, source.target,
@@ -288,17 +299,24 @@ class SyncEngine:
                 sync_no = store.begin_sync(source_id)
                 cursor = None if full else store.cursor_of(source_id)
                 rows_before = connector.rows_read
-                if fast is None:
-                    records = connector.read(cursor)
-                else:                # only the rows the comparison did not find unchanged
-                    records = connector.records_at(found.redo)
-                    connector.count_rows_read(found.rows)
-                    connector.cursor = fast.cursor
-                    stats.records = found.matched
-                touched, live_delta, replaced = self._ingest(
-                    records, source_id, sync_no, now, as_of, stats,
-                    track=not full, on_progress=on_progress, bulk=full, compare=compare,
-                    seen_kept=fast is not None)
+                if load is not None:   # every row staged: nothing is read again
+                    connector.count_rows_read(load.staged.rows)
+                    connector.cursor = load.cursor
+                    touched, live_delta, replaced = self._load_staged(load, source.name, source_id, sync_no, now,
+                                                                      as_of, stats, on_progress)
+                    load = None
+                else:
+                    if fast is None:
+                        records = connector.read(cursor)
+                    else:                # only the rows the comparison did not find unchanged
+                        records = connector.records_at(found.redo)
+                        connector.count_rows_read(found.rows)
+                        connector.cursor = fast.cursor
+                        stats.records = found.matched
+                    touched, live_delta, replaced = self._ingest(
+                        records, source_id, sync_no, now, as_of, stats,
+                        track=not full, on_progress=on_progress, bulk=full, compare=compare,
+                        seen_kept=fast is not None)
                 if on_progress:
                     on_progress(stats.records, phase="scoring and detecting contradictions")
                 # A connector may answer an incremental read with everything (a rewritten
@@ -330,6 +348,8 @@ class SyncEngine:
                                   rows_seen_delta=live_delta if not read_all or whole else None)
             store.refresh_statistics(stats.changed + stats.deleted)
         finally:
+            if load is not None:     # staged and not loaded (an error on the way)
+                store.drop_staged()
             if own:
                 connector.close()
         stats.warnings = connector.warnings[warned:]
@@ -516,6 +536,122 @@ class SyncEngine:
             store.end_unchanged()
             return None
         return _SetCompare(version, cursor, found)
+
+    def _stage_load(self, source: SourceConfig, connector: Connector, now: float, as_of: float,
+                    on_progress: Callable | None) -> "_Load | None":
+        """A first full read of a plain SQLite table (the set comparison's case, compare_spec())
+        into a SQLite overlay holding no fact of the source yet, staged in SQL before the
+        sync's transaction (overlay/store/bulk_load.py): every row copied to TEMP, categorised,
+        hashed and scored here from the few values that need Python; `_load_staged` inserts
+        them. None when the source, the connector or the overlay does not allow it.
+
+        The cursor a full read would leave is taken first (its mark before the rows, as
+        read() takes it)."""
+        store = self.store
+        spec_of = getattr(connector, "compare_spec", None)
+        if not SQL_LOAD or spec_of is None or not store.can_load_in_sql():
+            return None
+        before = store.source_row(source.name)
+        if before is not None and store.holds_facts(before["id"]):
+            return None
+        spec = spec_of()
+        if spec is None or len(spec.pk) != 1:
+            return None
+        version = store.data_version()
+        cursor = connector.full_read_cursor()
+        staged = store.stage_source(spec, self._staged_page_builder(source.name, now, as_of), pause=connector.pace,
+                                    progress=on_progress)
+        if staged is None:
+            return None
+        return _Load(version, cursor, staged, connector.row_records(), f"{source.name}:{spec.table_name}:")
+
+    def _staged_page_builder(self, source_name: str, now: float, as_of: float) -> Callable[[list], tuple]:
+        """compute(rows) for store.stage_source(): of each staged row (rowid, ok, text, subject,
+        key, category, created, updated; times as integer epochs), the category, content hash
+        and scores `_page_builder` gives its Record, to the bit; the row is left to the Record
+        path (with its category when it has one) when SQL does not reproduce it (`ok` false) or
+        its category is not scored by plain_scorer. A row with a blank text makes no fact."""
+        categorize_rows = self.categorizer.categorize_rows
+        cfg = self.config
+        thresholds, lifecycle = cfg.thresholds, cfg.lifecycle
+        scorers: dict[str, Callable | None] = {}
+        ahead = as_of > now + 1.0
+        blake2b = _blake2b
+        missing = object()
+
+        def compute(rows: list[tuple]) -> tuple[list[tuple], list[tuple]]:
+            calc: list[tuple] = []
+            python: list[tuple] = []
+            ready = []
+            for rid, ok, text, subject, key, given, created, updated in rows:
+                if not ok:
+                    python.append((rid, None))
+                elif text.strip():        # (a blank text is no record: read() skips it too)
+                    ready.append((rid, text, subject or None, key or None, given or None,
+                                  None if created is None else float(created),
+                                  None if updated is None else float(updated)))
+            categories = categorize_rows(source_name, [(r[3], r[1], r[4]) for r in ready])
+            append = calc.append
+            for (rid, text, subject, key, _, created, updated), category in zip(ready, categories):
+                scorer = scorers.get(category, missing)
+                if scorer is missing:
+                    scorer = scorers[category] = plain_scorer(cfg.policy(category), thresholds, lifecycle)
+                if scorer is None:
+                    python.append((rid, category))
+                    continue
+                learned = _latest(created, updated)
+                freshness, label, age, left, until, _, confidence, change_days = scorer(
+                    as_of, now if learned is None else learned)
+                if change_days is None:
+                    nxt = None
+                else:
+                    nxt = 0.0 if ahead else as_of + change_days * DAY
+                # content_hash_as(rec, category), as _page_builder writes it (status active)
+                digest = blake2b((f"{text!r}\x1f{key!r}\x1f{subject!r}\x1f{category!r}\x1f{created!r}\x1f"
+                                  f"{updated!r}\x1fNone\x1f'active'\x1f").encode("utf-8", "replace"),
+                                 digest_size=12).hexdigest()
+                append((rid, category, digest, freshness, label, age, left, until, confidence, nxt))
+            return calc, python
+
+        return compute
+
+    def _load_staged(self, load: "_Load", source_name: str, source_id: int, sync_no: int, now: float,
+                     as_of: float, stats: SyncStats, on_progress: Callable | None):
+        """Insert what _stage_load staged, a page per INSERT … SELECT, the rows it left to the
+        Record path made into FactRows here and inserted among them in rowid order (the ids
+        the Record path gives). The indexes `_ingest` drops for a bulk load are dropped and
+        rebuilt the same way. Returns _ingest's (touched, live_delta, replaced) of a full read."""
+        store = self.store
+        staged = load.staged
+        fact_row = self._row_builder(source_id, sync_no, now, as_of)
+        if store.max_fact_id() == 0:
+            dropped = store.drop_bulk_indexes(store.FRESH_INDEXES)
+        elif staged.rows >= BULK_MIN and staged.rows * 4 >= store.max_fact_id():
+            dropped = store.drop_bulk_indexes()
+        else:
+            dropped = []
+        record = load.record
+        replaced: list[tuple[str, str, str]] = []
+        for after, upto, python in staged.pages:
+            rows = []
+            if python:
+                categories = dict(python)
+                for row in store.staged_rows(list(categories)):
+                    rec = record(row)
+                    if rec is None:
+                        continue
+                    if rec.replaced_by:
+                        replaced.append((rec.ref, make_ref(rec.source, rec.table, rec.replaced_by),
+                                         rec.replaced_note or "the source marks it replaced"))
+                    rows.append((row[-1], *fact_row(rec, None, categories[row[-1]])))
+            stats.records += store.insert_staged_page(after, upto, rows, source_id, sync_no, now, as_of,
+                                                      load.ref_prefix)
+        store.drop_staged()
+        if dropped:
+            store.create_indexes(dropped)
+        if on_progress:
+            on_progress(stats.records)
+        return [], 0, replaced
 
     def _unchanged_test(self) -> Callable[[Record, tuple], bool]:
         """unchanged(rec, stored) -> True when upserting `rec` would leave its stored fact
@@ -716,6 +852,18 @@ class _SetCompare(NamedTuple):
     version: int
     cursor: dict
     found: SetComparison
+
+
+class _Load(NamedTuple):
+    """What SyncEngine._stage_load staged: the overlay's data_version it staged against, the
+    cursor a full read would leave, the staged pages (bulk_load.Staged), the connector's
+    record(row) for the rows left to the Record path, and the refs' prefix."""
+
+    version: int
+    cursor: dict
+    staged: object
+    record: Callable
+    ref_prefix: str
 
 
 def _made_with(before, fingerprint: str | None) -> bool:
