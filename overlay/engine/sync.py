@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime as dt
 import hashlib
 import itertools
 import json
@@ -277,7 +278,7 @@ class SyncEngine:
             # a plain SQLite table is compared in SQL first, outside the transaction (_set_compare)
             fast = self._set_compare(source, connector) if full else None
             # a first full read of such a table is staged in SQL, also before the transaction
-            load = self._stage_load(source, connector, now, as_of, on_progress) if full and fast is None else None
+            load = self._stage_load(source, connector) if full and fast is None else None
             guard = self.guard(store, source.name) if self.guard else contextlib.nullcontext()
             with store.transaction(), guard:
                 before = store.source_row(source.name)
@@ -537,19 +538,17 @@ class SyncEngine:
             return None
         return _SetCompare(version, cursor, found)
 
-    def _stage_load(self, source: SourceConfig, connector: Connector, now: float, as_of: float,
-                    on_progress: Callable | None) -> "_Load | None":
+    def _stage_load(self, source: SourceConfig, connector: Connector) -> "_Load | None":
         """A first full read of a plain SQLite table (the set comparison's case, compare_spec())
-        into a SQLite overlay holding no fact of the source yet, staged in SQL before the
-        sync's transaction (overlay/store/bulk_load.py): every row copied to TEMP, categorised,
-        hashed and scored here from the few values that need Python; `_load_staged` inserts
-        them. None when the source, the connector or the overlay does not allow it.
+        into a SQLite overlay holding no fact of the source yet: the table copied into TEMP
+        before the sync's transaction (overlay/store/bulk_load.py), for `_load_staged` to
+        insert in SQL. None when the source, the connector or the overlay does not allow it.
 
         The cursor a full read would leave is taken first (its mark before the rows, as
         read() takes it)."""
         store = self.store
         spec_of = getattr(connector, "compare_spec", None)
-        if not SQL_LOAD or spec_of is None or not store.can_load_in_sql():
+        if not SQL_LOAD or spec_of is None or not store.can_compare_in_sql():
             return None
         before = store.source_row(source.name)
         if before is not None and store.holds_facts(before["id"]):
@@ -559,18 +558,69 @@ class SyncEngine:
             return None
         version = store.data_version()
         cursor = connector.full_read_cursor()
-        staged = store.stage_source(spec, self._staged_page_builder(source.name, now, as_of), pause=connector.pace,
-                                    progress=on_progress)
+        staged = store.stage_source(spec, pause=connector.pace)
         if staged is None:
             return None
-        return _Load(version, cursor, staged, connector.row_records(), f"{source.name}:{spec.table_name}:")
+        return _Load(version, cursor, staged, connector.row_records(), spec.table_name)
 
-    def _staged_page_builder(self, source_name: str, now: float, as_of: float) -> Callable[[list], tuple]:
-        """compute(rows) for store.stage_source(): of each staged row (rowid, ok, text, subject,
-        key, category, created, updated; times as integer epochs), the category, content hash
-        and scores `_page_builder` gives its Record, to the bit; the row is left to the Record
-        path (with its category when it has one) when SQL does not reproduce it (`ok` false) or
-        its category is not scored by plain_scorer. A row with a blank text makes no fact."""
+    def _load_staged(self, load: "_Load", source_name: str, source_id: int, sync_no: int, now: float,
+                     as_of: float, stats: SyncStats, on_progress: Callable | None):
+        """Insert what _stage_load staged, a page at a time: each row's times, category,
+        content hash and scores computed here (`_staged_facts`) and bound into one INSERT …
+        SELECT of the staged row; the rows that computation leaves go through `_page_builder`
+        (or fact_row, when already categorised) from the staged values and are upserted among
+        them in rowid order (the ids the Record path gives). The indexes `_ingest` drops for a
+        bulk load are dropped and rebuilt the same way. Returns _ingest's (touched,
+        live_delta, replaced) of a full read."""
+        store = self.store
+        staged = load.staged
+        fact_row = self._row_builder(source_id, sync_no, now, as_of)
+        page_rows = self._page_builder(source_id, sync_no, now, as_of)
+        facts_of = self._staged_facts(source_name, now, as_of)
+        if store.max_fact_id() == 0:
+            dropped = store.drop_bulk_indexes(store.FRESH_INDEXES)
+        elif staged.rows >= BULK_MIN and staged.rows * 4 >= store.max_fact_id():
+            dropped = store.drop_bulk_indexes()
+        else:
+            dropped = []
+        store.begin_staged_insert(source_id, load.table, f"{source_name}:{load.table}:", now, sync_no, as_of)
+        record = load.record
+        replaced: list[tuple[str, str, str]] = []
+        for after, upto in staged.pages:
+            computed, python = facts_of(store.staged_page(after, upto))
+            made: dict[int, FactRow] = {}
+            if python:
+                plain, categorised = [], []
+                for row in store.staged_rows(sorted(python)):
+                    rec = record(row)
+                    if rec is None:
+                        continue
+                    category = python[row[-1]]
+                    (plain if category is None else categorised).append((row[-1], rec, category))
+                    if rec.replaced_by:
+                        replaced.append((rec.ref, make_ref(rec.source, rec.table, rec.replaced_by),
+                                         rec.replaced_note or "the source marks it replaced"))
+                made.update(zip([rid for rid, _, _ in plain], page_rows([rec for _, rec, _ in plain])))
+                made.update((rid, fact_row(rec, None, category)) for rid, rec, category in categorised)
+            store.insert_staged(after, upto, computed, [(rid, *row) for rid, row in made.items()])
+            stats.records += len(computed) + len(made)
+            if on_progress:
+                on_progress(stats.records)
+        store.drop_staged()
+        if dropped:
+            store.create_indexes(dropped)
+        return [], 0, replaced
+
+    def _staged_facts(self, source_name: str, now: float, as_of: float) -> Callable[[list], tuple]:
+        """facts_of(rows) for the staged rows (rowid, ok, text, subject, key, category,
+        created_at, updated_at as the source holds them) of one page: ([(rowid, *bulk_load.BOUND)],
+        {rowid: category or None} of the rows left to the Record path). The bound values are
+        those `_page_builder` gives the row's Record, to the bit: the times as the connector's
+        tuple path parses them, the page categorised in one call, plain_scorer's scores, the
+        content hash inline. A row is left when SQL does not copy it exactly (`ok` false), a
+        time is not one the tuple path parses itself, or its category is not scored by
+        plain_scorer (then with its category: it is not categorised twice). A row with a blank
+        text makes no fact, as read() makes no Record of it."""
         categorize_rows = self.categorizer.categorize_rows
         cfg = self.config
         thresholds, lifecycle = cfg.thresholds, cfg.lifecycle
@@ -578,26 +628,47 @@ class SyncEngine:
         ahead = as_of > now + 1.0
         blake2b = _blake2b
         missing = object()
+        fromiso, epoch0 = dt.datetime.fromisoformat, dt.datetime(1970, 1, 1)
 
-        def compute(rows: list[tuple]) -> tuple[list[tuple], list[tuple]]:
-            calc: list[tuple] = []
-            python: list[tuple] = []
+        def epoch(raw):
+            """The tuple path's time (connectors/tabular.py): naive ISO text, else None."""
+            if raw.__class__ is not str or len(raw) < 10 or raw[4] != "-":
+                return None
+            try:
+                parsed = fromiso(raw)
+            except ValueError:
+                return None
+            return None if parsed.tzinfo is not None else (parsed - epoch0).total_seconds()
+
+        def facts_of(rows: list[tuple]) -> tuple[list[tuple], dict]:
+            computed: list[tuple] = []
+            python: dict[int, str | None] = {}
             ready = []
+            keep = ready.append
             for rid, ok, text, subject, key, given, created, updated in rows:
                 if not ok:
-                    python.append((rid, None))
-                elif text.strip():        # (a blank text is no record: read() skips it too)
-                    ready.append((rid, text, subject or None, key or None, given or None,
-                                  None if created is None else float(created),
-                                  None if updated is None else float(updated)))
+                    python[rid] = None
+                    continue
+                if created is not None:
+                    created = epoch(created)
+                    if created is None:
+                        python[rid] = None
+                        continue
+                if updated is not None:
+                    updated = epoch(updated)
+                    if updated is None:
+                        python[rid] = None
+                        continue
+                if text.strip():
+                    keep((rid, text, subject or None, key or None, given or None, created, updated))
             categories = categorize_rows(source_name, [(r[3], r[1], r[4]) for r in ready])
-            append = calc.append
+            append = computed.append
             for (rid, text, subject, key, _, created, updated), category in zip(ready, categories):
                 scorer = scorers.get(category, missing)
                 if scorer is missing:
                     scorer = scorers[category] = plain_scorer(cfg.policy(category), thresholds, lifecycle)
                 if scorer is None:
-                    python.append((rid, category))
+                    python[rid] = category
                     continue
                 learned = _latest(created, updated)
                 freshness, label, age, left, until, _, confidence, change_days = scorer(
@@ -610,48 +681,11 @@ class SyncEngine:
                 digest = blake2b((f"{text!r}\x1f{key!r}\x1f{subject!r}\x1f{category!r}\x1f{created!r}\x1f"
                                   f"{updated!r}\x1fNone\x1f'active'\x1f").encode("utf-8", "replace"),
                                  digest_size=12).hexdigest()
-                append((rid, category, digest, freshness, label, age, left, until, confidence, nxt))
-            return calc, python
+                append((rid, category, digest, created, updated, freshness, label, age, left, until, confidence,
+                        nxt))
+            return computed, python
 
-        return compute
-
-    def _load_staged(self, load: "_Load", source_name: str, source_id: int, sync_no: int, now: float,
-                     as_of: float, stats: SyncStats, on_progress: Callable | None):
-        """Insert what _stage_load staged, a page per INSERT … SELECT, the rows it left to the
-        Record path made into FactRows here and inserted among them in rowid order (the ids
-        the Record path gives). The indexes `_ingest` drops for a bulk load are dropped and
-        rebuilt the same way. Returns _ingest's (touched, live_delta, replaced) of a full read."""
-        store = self.store
-        staged = load.staged
-        fact_row = self._row_builder(source_id, sync_no, now, as_of)
-        if store.max_fact_id() == 0:
-            dropped = store.drop_bulk_indexes(store.FRESH_INDEXES)
-        elif staged.rows >= BULK_MIN and staged.rows * 4 >= store.max_fact_id():
-            dropped = store.drop_bulk_indexes()
-        else:
-            dropped = []
-        record = load.record
-        replaced: list[tuple[str, str, str]] = []
-        for after, upto, python in staged.pages:
-            rows = []
-            if python:
-                categories = dict(python)
-                for row in store.staged_rows(list(categories)):
-                    rec = record(row)
-                    if rec is None:
-                        continue
-                    if rec.replaced_by:
-                        replaced.append((rec.ref, make_ref(rec.source, rec.table, rec.replaced_by),
-                                         rec.replaced_note or "the source marks it replaced"))
-                    rows.append((row[-1], *fact_row(rec, None, categories[row[-1]])))
-            stats.records += store.insert_staged_page(after, upto, rows, source_id, sync_no, now, as_of,
-                                                      load.ref_prefix)
-        store.drop_staged()
-        if dropped:
-            store.create_indexes(dropped)
-        if on_progress:
-            on_progress(stats.records)
-        return [], 0, replaced
+        return facts_of
 
     def _unchanged_test(self) -> Callable[[Record, tuple], bool]:
         """unchanged(rec, stored) -> True when upserting `rec` would leave its stored fact
@@ -857,13 +891,13 @@ class _SetCompare(NamedTuple):
 class _Load(NamedTuple):
     """What SyncEngine._stage_load staged: the overlay's data_version it staged against, the
     cursor a full read would leave, the staged pages (bulk_load.Staged), the connector's
-    record(row) for the rows left to the Record path, and the refs' prefix."""
+    record(row) for the rows left to the Record path, and the Records' `table`."""
 
     version: int
     cursor: dict
     staged: object
     record: Callable
-    ref_prefix: str
+    table: str
 
 
 def _made_with(before, fingerprint: str | None) -> bool:
