@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from memwatch_overlay.core.errors import ConnectorError
 from memwatch_overlay.overlay.engine import sync as sync_module
 from memwatch_overlay.overlay.engine.sync import SyncEngine
 from memwatch_overlay.overlay.store import bulk_load
@@ -126,6 +127,12 @@ def overlay_state(overlay: Path) -> tuple:
 
 def stats_of(stats) -> tuple:
     return (stats.rows_read, stats.records, stats.changed, stats.deleted, stats.contradictions, sorted(stats.warnings))
+
+
+@pytest.fixture(autouse=True)
+def small_tables_too(monkeypatch):
+    """The SQL load runs from SQL_LOAD_MIN rows: these stores are smaller."""
+    monkeypatch.setattr(sync_module, "SQL_LOAD_MIN", 0)
 
 
 def both(tmp_path: Path, store: Path, cfg, monkeypatch, steps=((AS_OF, NOW),)) -> dict:
@@ -246,6 +253,19 @@ def test_rows_deleted_and_added_after_staging_are_not_the_sqls_business(tmp_path
     assert traced.count("DROP TABLE IF EXISTS temp.mw_load") >= 1
 
 
+def test_not_below_sql_load_min(tmp_path, monkeypatch):
+    store = tmp_path / "bot.db"
+    make_store(store, 300)
+    monkeypatch.setattr(sync_module, "SQL_LOAD_MIN", 301)
+    traced = Traced()
+    sync_once(store, tmp_path / "o.db", config_for(store), traced=traced)
+    assert staged_inserts(traced) == 0 and traced.count("INSERT INTO temp.mw_load") == 0
+    monkeypatch.setattr(sync_module, "SQL_LOAD_MIN", 300)
+    traced = Traced()
+    sync_once(store, tmp_path / "o2.db", config_for(store), traced=traced)
+    assert staged_inserts(traced) == 1
+
+
 def test_not_on_a_second_load_of_the_source(tmp_path, monkeypatch):
     """An overlay holding facts of the source already (a changed configuration: full rewrite)
     takes the Record path."""
@@ -257,3 +277,23 @@ def test_not_on_a_second_load_of_the_source(tmp_path, monkeypatch):
     traced = Traced()
     sync_once(store, overlay, config_for(store, subject=None), traced=traced)
     assert staged_inserts(traced) == 0 and traced.count("INSERT INTO temp.mw_load") == 0
+
+
+def test_a_text_that_is_not_utf8_fails_as_the_record_path_fails(tmp_path, monkeypatch):
+    store = tmp_path / "bot.db"
+    conn = sqlite3.connect(store)
+    conn.execute("CREATE TABLE memories (id INTEGER PRIMARY KEY, fact TEXT)")
+    conn.execute("INSERT INTO memories VALUES (1, 'fine'), (2, CAST(X'66ff6f' AS TEXT))")
+    conn.commit()
+    conn.close()
+    cfg = parse_config({"detector": {"enabled": False},
+                        "sources": [{"name": "bot", "connector": "sqlite", "path": str(store), "table": "memories",
+                                     "text": "fact"}]})
+    errors = []
+    for on in (False, True):
+        monkeypatch.setattr(sync_module, "SQL_LOAD", on)
+        with pytest.raises(ConnectorError) as err:
+            sync_once(store, tmp_path / f"o{on}.db", cfg)
+        errors.append(str(err.value))
+        assert sqlite3.connect(tmp_path / f"o{on}.db").execute("SELECT count(*) FROM facts").fetchone()[0] == 0
+    assert errors[0] == errors[1]

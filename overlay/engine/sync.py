@@ -45,10 +45,12 @@ from memwatch_overlay.overlay.store.database import FactRow, OverlayStore, Score
 from memwatch_overlay.core.vocab import LIVE_STATUSES
 
 BATCH = 2000
-# A first full read of a plain SQLite table into a SQLite overlay is staged and inserted in SQL
-# (overlay/store/bulk_load.py, SyncEngine._stage_load); False: every row takes the Record path
-# (the tests compare both).
+# A first full read of a plain SQLite table of SQL_LOAD_MIN rows or more into a SQLite overlay
+# is staged and inserted in SQL (overlay/store/bulk_load.py, SyncEngine._stage_load); below that
+# the TEMP tables and statements cost about what they save. False: every row takes the Record
+# path (tests/test_sql_first_load.py runs both).
 SQL_LOAD = True
+SQL_LOAD_MIN = 10_000
 BULK_MIN = 50_000   # a full sync past this many records (and a quarter of the overlay) loads in bulk
 SQL_RESCORE_MIN = 1000   # a rescore of this many facts scores the plain ones in SQL (store.rescore_plain)
 RESCORE_CHUNK = 900   # ids per `IN (…)`: well under SQLite's bound-variable limit
@@ -558,7 +560,7 @@ class SyncEngine:
             return None
         version = store.data_version()
         cursor = connector.full_read_cursor()
-        staged = store.stage_source(spec, pause=connector.pace)
+        staged = store.stage_source(spec, source.target, pause=connector.pace, min_rows=SQL_LOAD_MIN)
         if staged is None:
             return None
         return _Load(version, cursor, staged, connector.row_records(), spec.table_name)

@@ -32,6 +32,7 @@ import sqlite3
 import time
 from typing import Callable, NamedTuple
 
+from memwatch_overlay.core.errors import ConnectorError
 from memwatch_overlay.overlay.store.compare import PAGE_ROWS, SCHEMA, _attached_is, _key_sql
 from memwatch_overlay.overlay.store.facts import FACT_COLUMNS, UPSERT_CONFLICT
 from memwatch_overlay.overlay.store.sqlhelpers import RepoBase, placeholders, plain_rows
@@ -56,17 +57,19 @@ class BulkLoadRepo(RepoBase):
     """Mixin of OverlayStore: a first load of a SQLite source table by INSERT … SELECT."""
 
     _staged_spec = None
+    _staged_target = ""
     _staged_sql: tuple[str, str] | None = None
 
     def holds_facts(self, source_id: int) -> bool:
         """Whether the overlay holds any fact of this source (any status)."""
         return self.conn.execute("SELECT 1 FROM facts WHERE source_id = ? LIMIT 1", (source_id,)).fetchone() is not None
 
-    def stage_source(self, spec, pause: Callable[[float], None] | None = None,
-                     page_rows: int = PAGE_ROWS) -> Staged | None:
+    def stage_source(self, spec, target: str, pause: Callable[[float], None] | None = None,
+                     page_rows: int = PAGE_ROWS, min_rows: int = 0) -> Staged | None:
         """Copy the source table `spec` (a connectors.sqlite.CompareSpec with a one-column
         key) into TEMP mw_load, a page per statement, outside any transaction. None (nothing
-        staged): the file attached is not the source, or the source stayed locked.
+        staged): the file attached is not the source, the source stayed locked, or the table
+        holds fewer than `min_rows` rows. `target`: the source as messages name it.
 
         `pause(seconds the page held the source)` runs after each page but the last (the
         daemon's pacing of rollback-journal stores)."""
@@ -84,7 +87,10 @@ class BulkLoadRepo(RepoBase):
         try:
             if not _attached_is(self.conn, spec.path):
                 return None
-            self._staged_spec = spec
+            if min_rows and self.conn.execute(f"SELECT count(*) FROM (SELECT 1 FROM {SCHEMA}.{spec.table_sql} "
+                                              "LIMIT ?)", (min_rows,)).fetchone()[0] < min_rows:
+                return None
+            self._staged_spec, self._staged_target = spec, target
             self.conn.execute(f"CREATE TEMP TABLE mw_load ({ROWID} INTEGER PRIMARY KEY, {', '.join(spec.columns)}, "
                               "mw_ok)")
             copy = (f"INSERT INTO temp.mw_load SELECT s.rowid, {', '.join(f's.{c}' for c in spec.columns)}, "
@@ -121,9 +127,8 @@ class BulkLoadRepo(RepoBase):
         fields = self._staged_spec.fields
         values = ", ".join(fields[n].sql if n in fields else "NULL"
                            for n in ("text", "subject", "key", "category", "created_at", "updated_at"))
-        return plain_rows(self.conn, self.dialect,
-                          f"SELECT {ROWID}, mw_ok, {values} FROM temp.mw_load WHERE {ROWID} > ? AND {ROWID} <= ? "
-                          f"ORDER BY {ROWID}", (after, upto)).fetchall()
+        return self._read_staged(f"SELECT {ROWID}, mw_ok, {values} FROM temp.mw_load WHERE {ROWID} > ? "
+                                 f"AND {ROWID} <= ? ORDER BY {ROWID}", (after, upto))
 
     def staged_rows(self, rowids: list[int]) -> list[tuple]:
         """The staged rows of these rowids as read() selects them (the spec's columns, then the
@@ -132,10 +137,18 @@ class BulkLoadRepo(RepoBase):
         out: list[tuple] = []
         for i in range(0, len(rowids), STAGED_AT_CHUNK):
             chunk = rowids[i:i + STAGED_AT_CHUNK]
-            out += plain_rows(self.conn, self.dialect,
-                              f"SELECT {cols}, {ROWID} FROM temp.mw_load WHERE {ROWID} IN "
-                              f"({placeholders(len(chunk))}) ORDER BY {ROWID}", tuple(chunk)).fetchall()
+            out += self._read_staged(f"SELECT {cols}, {ROWID} FROM temp.mw_load WHERE {ROWID} IN "
+                                     f"({placeholders(len(chunk))}) ORDER BY {ROWID}", tuple(chunk))
         return out
+
+    def _read_staged(self, sql: str, params: tuple) -> list[tuple]:
+        """Staged rows as tuples; a text that is not UTF-8 fails as the connector's read fails."""
+        try:
+            return plain_rows(self.conn, self.dialect, sql, params).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "decode" not in str(exc):
+                raise
+            raise ConnectorError(f"{self._staged_target}: read failed ({exc})") from None
 
     def begin_staged_insert(self, source_id: int, tbl: str, ref_prefix: str, now: float, sync_no: int,
                             as_of: float) -> None:
