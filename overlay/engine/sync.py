@@ -40,6 +40,7 @@ from memwatch_overlay.overlay.engine.scoring import (
     plain_scorer,
     score_fact,
 )
+from memwatch_overlay.overlay.store.bulk_load import Staged
 from memwatch_overlay.overlay.store.compare import SetComparison
 from memwatch_overlay.overlay.store.database import FactRow, OverlayStore, ScoreUpdate
 from memwatch_overlay.core.vocab import LIVE_STATUSES
@@ -292,9 +293,8 @@ class SyncEngine:
                 if fast is not None and not (compare and store.data_version() == fast.version):
                     fast = None      # another connection committed since: compare record by record
                     store.end_unchanged()
-                if load is not None and store.data_version() != load.version:
-                    store.drop_staged()   # another connection committed since: the Record path
-                    load = None
+                # another connection committed since the staging: the Record path (finally drops it)
+                staged = load if load is not None and store.data_version() == load.version else None
                 found = fast.found if fast is not None else None
                 whole = found is not None and found.whole   # every non-deleted fact matched: none unseen
                 source_id = store.ensure_source(source.name, source.connector, source.target,
@@ -302,12 +302,11 @@ class SyncEngine:
                 sync_no = store.begin_sync(source_id)
                 cursor = None if full else store.cursor_of(source_id)
                 rows_before = connector.rows_read
-                if load is not None:   # every row staged: nothing is read again
-                    connector.count_rows_read(load.staged.rows)
-                    connector.cursor = load.cursor
-                    touched, live_delta, replaced = self._load_staged(load, source.name, source_id, sync_no, now,
+                if staged is not None:   # every row staged: nothing is read again
+                    connector.count_rows_read(staged.staged.rows)
+                    connector.cursor = staged.cursor
+                    touched, live_delta, replaced = self._load_staged(staged, source.name, source_id, sync_no, now,
                                                                       as_of, stats, on_progress)
-                    load = None
                 else:
                     if fast is None:
                         records = connector.read(cursor)
@@ -351,7 +350,7 @@ class SyncEngine:
                                   rows_seen_delta=live_delta if not read_all or whole else None)
             store.refresh_statistics(stats.changed + stats.deleted)
         finally:
-            if load is not None:     # staged and not loaded (an error on the way)
+            if load is not None:     # (a rollback after the load would keep its TEMP tables)
                 store.drop_staged()
             if own:
                 connector.close()
@@ -568,10 +567,11 @@ class SyncEngine:
     def _load_staged(self, load: "_Load", source_name: str, source_id: int, sync_no: int, now: float,
                      as_of: float, stats: SyncStats, on_progress: Callable | None):
         """Insert what _stage_load staged, a page at a time: each row's times, category,
-        content hash and scores computed here (`_staged_facts`) and bound into one INSERT …
-        SELECT of the staged row; the rows that computation leaves go through `_page_builder`
-        (or fact_row, when already categorised) from the staged values and are upserted among
-        them in rowid order (the ids the Record path gives). The indexes `_ingest` drops for a
+        content hash and scores computed here (`_staged_facts`) and the page inserted by one
+        INSERT … SELECT of the staged rows joined with them (store.insert_staged); the rows
+        that computation leaves go through `_page_builder` (or fact_row, when already
+        categorised) from the staged values and are upserted among them in rowid order (the
+        ids the Record path gives). The indexes `_ingest` drops for a
         bulk load are dropped and rebuilt the same way. Returns _ingest's (touched,
         live_delta, replaced) of a full read."""
         store = self.store
@@ -897,7 +897,7 @@ class _Load(NamedTuple):
 
     version: int
     cursor: dict
-    staged: object
+    staged: Staged
     record: Callable
     table: str
 

@@ -51,8 +51,8 @@ from memwatch_overlay.overlay.store.vectors import VectorsRepo
 from memwatch_overlay.overlay.store.verdicts import VerdictsRepo
 
 
-class OverlayStore(SchemaRepo, SourcesRepo, FactsRepo, CompareRepo, BulkLoadRepo, ScoresRepo, PlainRescoreRepo, ReportsRepo,
-                   ContradictionsRepo, VectorsRepo, VerdictsRepo, RunsRepo):
+class OverlayStore(SchemaRepo, SourcesRepo, FactsRepo, CompareRepo, BulkLoadRepo, ScoresRepo, PlainRescoreRepo,
+                   ReportsRepo, ContradictionsRepo, VectorsRepo, VerdictsRepo, RunsRepo):
     """Opens (and migrates) the overlay database: a SQLite file at `path`, or a
     postgresql:// DSN (overlay/store/postgres_dialect.py runs the same statements there)."""
 
