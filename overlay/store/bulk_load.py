@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from memwatch_overlay.core.errors import ConnectorError
 from memwatch_overlay.overlay.store.compare import PAGE_ROWS, SCHEMA, _attached_is, _key_sql
@@ -56,9 +56,9 @@ class Staged(NamedTuple):
 class BulkLoadRepo(RepoBase):
     """Mixin of OverlayStore: a first load of a SQLite source table by INSERT … SELECT."""
 
-    _staged_spec = None
+    _staged_spec: Any = None            # the staged table's CompareSpec (None: nothing staged)
     _staged_target = ""
-    _staged_sql: tuple[str, str] | None = None
+    _staged_sql: Any = None             # (plain, mixed) INSERT … SELECT of the staged spec
 
     def holds_facts(self, source_id: int) -> bool:
         """Whether the overlay holds any fact of this source (any status)."""
