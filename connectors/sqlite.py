@@ -610,7 +610,15 @@ class SqliteConnector(TableConnector):
         fields = {k: CompareField(col(c), _text_affinity(types.get(c, ""))) for k, (c, _) in mapping.items()}
         uri = "file:" + urllib.parse.quote(str(source.resolved_path.resolve())) + "?mode=ro"
         return CompareSpec(uri, source.resolved_path.resolve(), sqlguard.table(source.table).sql(dialect="sqlite"),
-                           self.table_name, pk, fields, self.busy_timeout)
+                           self.table_name, pk, fields, self.busy_timeout, tuple(col(c) for c in wanted))
+
+    def row_records(self) -> Callable[[tuple], Record | None]:
+        """record(row) -> the Record read() makes of a row given as a tuple of the CompareSpec's
+        `columns` followed by its rowid (the SQL first load's rows it leaves to Python,
+        overlay/store/bulk_load.py); None for a row read() skips."""
+        mapping, pks, wanted, _, _ = self._plan()
+        names = [*wanted, ROWID]
+        return self.tuple_records(names, pks, mapping) or partial(self._dict_record, names, pks, mapping)
 
     def count_rows_read(self, rows: int) -> None:
         """`rows` source rows were read for this connector by the overlay's set comparison."""
@@ -707,7 +715,8 @@ class CompareField(NamedTuple):
 class CompareSpec(NamedTuple):
     """A SQLite source table as the overlay's set comparison reads it: the read-only URI to
     ATTACH, the file it must name, the quoted table, the Record's `table`, the key columns,
-    the mapped columns (mapping key -> CompareField) and how long a lock is waited for."""
+    the mapped columns (mapping key -> CompareField), how long a lock is waited for, and the
+    columns read() selects (the SQL first load copies them)."""
 
     uri: str
     path: Path
@@ -716,6 +725,7 @@ class CompareSpec(NamedTuple):
     pk: list[CompareKey]
     fields: dict[str, CompareField]
     busy_timeout: float
+    columns: tuple[str, ...] = ()      # the columns read() selects, quoted, in its order (rowid apart)
 
 
 def _json_text(name: str) -> str:

@@ -152,6 +152,19 @@ class Categorizer:
                 append(by_text(rec.text, *key_hits(rec.source, rec.key)))
         return out
 
+    def categorize_rows(self, source: str | None, rows) -> list[str]:
+        """categorize_page for rows that are not Records: (key, text, category) tuples of one
+        source (the SQL first load, overlay/store/bulk_load.py), with the same side effects."""
+        out: list[str] = []
+        append = out.append
+        categorize, key_hits, by_text = self.categorize, self._key_hits, self._by_text
+        for key, text, category in rows:
+            if category:
+                append(categorize(source, key, text, category))
+            else:
+                append(by_text(text, *key_hits(source, key)))
+        return out
+
     def take_truncated(self) -> str | None:
         """The warning about texts read truncated since the last call, or None."""
         n, self.truncated = self.truncated, 0

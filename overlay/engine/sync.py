@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime as dt
 import hashlib
 import itertools
 import json
@@ -40,11 +41,18 @@ from memwatch_overlay.overlay.engine.scoring import (
     plain_scorer,
     score_fact,
 )
+from memwatch_overlay.overlay.store.bulk_load import Staged
 from memwatch_overlay.overlay.store.compare import SetComparison
 from memwatch_overlay.overlay.store.database import FactRow, OverlayStore, ScoreUpdate
 from memwatch_overlay.core.vocab import LIVE_STATUSES
 
 BATCH = 2000
+# A first full read of a plain SQLite table of SQL_LOAD_MIN rows or more into a SQLite overlay
+# is staged and inserted in SQL (overlay/store/bulk_load.py, SyncEngine._stage_load); below that
+# the TEMP tables and statements cost about what they save. False: every row takes the Record
+# path (tests/test_sql_first_load.py runs both).
+SQL_LOAD = True
+SQL_LOAD_MIN = 10_000
 BULK_MIN = 50_000   # a full sync past this many records (and a quarter of the overlay) loads in bulk
 SQL_RESCORE_MIN = 1000   # a rescore of this many facts scores the plain ones in SQL (store.rescore_plain)
 RESCORE_CHUNK = 900   # ids per `IN (…)`: well under SQLite's bound-variable limit
@@ -255,13 +263,14 @@ class SyncEngine:
     # -- sync -----------------------------------------------------------------------------
     def sync(self, source: SourceConfig, as_of: float | None = None, full: bool = True,
              connector: Connector | None = None,
-             on_progress: Callable[[int], None] | None = None) -> SyncStats:
+             on_progress: Callable[[int], None] | None = None, now: float | None = None) -> SyncStats:
         """Read `source` (all of it when `full`, else from the stored cursor) into the overlay.
 
         `full=False` never marks facts deleted: records it does not read are simply unchanged.
+        `now`: the clock the sync stamps (first_seen, last_seen; time.time() by default).
         """
         started = time.monotonic()
-        now = time.time()
+        now = time.time() if now is None else now
         as_of = now if as_of is None else as_of
         own = connector is None
         connector = connector or make_connector(source)
@@ -269,10 +278,13 @@ class SyncEngine:
         if own:
             connector.open()
         warned = len(connector.warnings)
+        load = None
         try:
             store = self.store
             # a plain SQLite table is compared in SQL first, outside the transaction (_set_compare)
             fast = self._set_compare(source, connector) if full else None
+            # a first full read of such a table is staged in SQL, also before the transaction
+            load = self._stage_load(source, connector) if full and fast is None else None
             guard = self.guard(store, source.name) if self.guard else contextlib.nullcontext()
             with store.transaction(), guard:
                 before = store.source_row(source.name)
@@ -284,6 +296,8 @@ class SyncEngine:
                 if fast is not None and not (compare and store.data_version() == fast.version):
                     fast = None      # another connection committed since: compare record by record
                     store.end_unchanged()
+                # another connection committed since the staging: the Record path (finally drops it)
+                staged = load if load is not None and store.data_version() == load.version else None
                 found = fast.found if fast is not None else None
                 whole = found is not None and found.whole   # every non-deleted fact matched: none unseen
                 source_id = store.ensure_source(source.name, source.connector, source.target,
@@ -294,17 +308,23 @@ class SyncEngine:
                 # (compare: the ids of unchanged facts are kept, and noted in mw_seen only when
                 # the read turns out to need the deletion mark: _SeenUnchanged)
                 seen = _SeenUnchanged(store, noting=fast is not None) if compare else None
-                if fast is None:
-                    records = connector.read_for_compare(cursor) if compare else connector.read(cursor)
-                else:                # only the rows the comparison did not find unchanged
-                    records = connector.records_at(found.redo)
-                    connector.count_rows_read(found.rows)
-                    connector.cursor = fast.cursor
-                    stats.records = found.matched
-                touched, live_delta, replaced = self._ingest(
-                    records, source_id, sync_no, now, as_of, stats,
-                    track=not full, on_progress=on_progress, bulk=full, compare=compare,
-                    seen_kept=fast is not None, seen=seen)
+                if staged is not None:   # every row staged: nothing is read again
+                    connector.count_rows_read(staged.staged.rows)
+                    connector.cursor = staged.cursor
+                    touched, live_delta, replaced = self._load_staged(staged, source.name, source_id, sync_no, now,
+                                                                      as_of, stats, on_progress)
+                else:
+                    if fast is None:
+                        records = connector.read_for_compare(cursor) if compare else connector.read(cursor)
+                    else:                # only the rows the comparison did not find unchanged
+                        records = connector.records_at(found.redo)
+                        connector.count_rows_read(found.rows)
+                        connector.cursor = fast.cursor
+                        stats.records = found.matched
+                    touched, live_delta, replaced = self._ingest(
+                        records, source_id, sync_no, now, as_of, stats,
+                        track=not full, on_progress=on_progress, bulk=full, compare=compare,
+                        seen_kept=fast is not None, seen=seen)
                 if on_progress:
                     on_progress(stats.records, phase="scoring and detecting contradictions")
                 # A connector may answer an incremental read with everything (a rewritten
@@ -338,6 +358,8 @@ class SyncEngine:
                                   rows_seen_delta=live_delta if not read_all or whole else None)
             store.refresh_statistics(stats.changed + stats.deleted)
         finally:
+            if load is not None:     # (a rollback after the load would keep its TEMP tables)
+                store.drop_staged()
             if own:
                 connector.close()
         stats.warnings = connector.warnings[warned:]
@@ -547,6 +569,156 @@ class SyncEngine:
             return None
         return _SetCompare(version, cursor, found)
 
+    def _stage_load(self, source: SourceConfig, connector: Connector) -> "_Load | None":
+        """A first full read of a plain SQLite table (the set comparison's case, compare_spec())
+        into a SQLite overlay holding no fact of the source yet: the table copied into TEMP
+        before the sync's transaction (overlay/store/bulk_load.py), for `_load_staged` to
+        insert in SQL. None when the source, the connector or the overlay does not allow it.
+
+        The cursor a full read would leave is taken first (its mark before the rows, as
+        read() takes it)."""
+        store = self.store
+        spec_of = getattr(connector, "compare_spec", None)
+        if not SQL_LOAD or spec_of is None or not store.can_compare_in_sql():
+            return None
+        before = store.source_row(source.name)
+        if before is not None and store.holds_facts(before["id"]):
+            return None
+        spec = spec_of()
+        if spec is None or len(spec.pk) != 1:
+            return None
+        version = store.data_version()
+        cursor = connector.full_read_cursor()
+        staged = store.stage_source(spec, source.target, pause=connector.pace, min_rows=SQL_LOAD_MIN)
+        if staged is None:
+            return None
+        return _Load(version, cursor, staged, connector.row_records(), spec.table_name)
+
+    def _load_staged(self, load: "_Load", source_name: str, source_id: int, sync_no: int, now: float,
+                     as_of: float, stats: SyncStats, on_progress: Callable | None):
+        """Insert what _stage_load staged, a page at a time: each row's times, category,
+        content hash and scores computed here (`_staged_facts`) and the page inserted by one
+        INSERT … SELECT of the staged rows joined with them (store.insert_staged); the rows
+        that computation leaves go through `_page_builder` (or fact_row, when already
+        categorised) from the staged values and are upserted among them in rowid order (the
+        ids the Record path gives). The indexes `_ingest` drops for a
+        bulk load are dropped and rebuilt the same way. Returns _ingest's (touched,
+        live_delta, replaced) of a full read."""
+        store = self.store
+        staged = load.staged
+        fact_row = self._row_builder(source_id, sync_no, now, as_of)
+        page_rows = self._page_builder(source_id, sync_no, now, as_of)
+        facts_of = self._staged_facts(source_name, now, as_of)
+        if store.max_fact_id() == 0:
+            dropped = store.drop_bulk_indexes(store.FRESH_INDEXES)
+        elif staged.rows >= BULK_MIN and staged.rows * 4 >= store.max_fact_id():
+            dropped = store.drop_bulk_indexes()
+        else:
+            dropped = []
+        store.begin_staged_insert(source_id, load.table, f"{source_name}:{load.table}:", now, sync_no, as_of)
+        record = load.record
+        replaced: list[tuple[str, str, str]] = []
+        for after, upto in staged.pages:
+            computed, python = facts_of(store.staged_page(after, upto))
+            made: dict[int, FactRow] = {}
+            if python:
+                plain, categorised = [], []
+                for row in store.staged_rows(sorted(python)):
+                    rec = record(row)
+                    if rec is None:
+                        continue
+                    category = python[row[-1]]
+                    (plain if category is None else categorised).append((row[-1], rec, category))
+                    if rec.replaced_by:
+                        replaced.append((rec.ref, make_ref(rec.source, rec.table, rec.replaced_by),
+                                         rec.replaced_note or "the source marks it replaced"))
+                made.update(zip([rid for rid, _, _ in plain], page_rows([rec for _, rec, _ in plain])))
+                made.update((rid, fact_row(rec, None, category)) for rid, rec, category in categorised)
+            store.insert_staged(after, upto, computed, [(rid, *row) for rid, row in made.items()])
+            stats.records += len(computed) + len(made)
+            if on_progress:
+                on_progress(stats.records)
+        store.drop_staged()
+        if dropped:
+            store.create_indexes(dropped)
+        return [], 0, replaced
+
+    def _staged_facts(self, source_name: str, now: float, as_of: float) -> Callable[[list], tuple]:
+        """facts_of(rows) for the staged rows (rowid, ok, text, subject, key, category,
+        created_at, updated_at as the source holds them) of one page: ([(rowid, *bulk_load.BOUND)],
+        {rowid: category or None} of the rows left to the Record path). The bound values are
+        those `_page_builder` gives the row's Record, to the bit: the times as the connector's
+        tuple path parses them, the page categorised in one call, plain_scorer's scores, the
+        content hash inline. A row is left when SQL does not copy it exactly (`ok` false), a
+        time is not one the tuple path parses itself, or its category is not scored by
+        plain_scorer (then with its category: it is not categorised twice). A row with a blank
+        text makes no fact, as read() makes no Record of it."""
+        categorize_rows = self.categorizer.categorize_rows
+        cfg = self.config
+        thresholds, lifecycle = cfg.thresholds, cfg.lifecycle
+        scorers: dict[str, Callable | None] = {}
+        ahead = as_of > now + 1.0
+        blake2b = _blake2b
+        missing = object()
+        fromiso, epoch0 = dt.datetime.fromisoformat, dt.datetime(1970, 1, 1)
+
+        def epoch(raw):
+            """The tuple path's time (connectors/tabular.py): naive ISO text, else None."""
+            if raw.__class__ is not str or len(raw) < 10 or raw[4] != "-":
+                return None
+            try:
+                parsed = fromiso(raw)
+            except ValueError:
+                return None
+            return None if parsed.tzinfo is not None else (parsed - epoch0).total_seconds()
+
+        def facts_of(rows: list[tuple]) -> tuple[list[tuple], dict]:
+            computed: list[tuple] = []
+            python: dict[int, str | None] = {}
+            ready = []
+            keep = ready.append
+            for rid, ok, text, subject, key, given, created, updated in rows:
+                if not ok:
+                    python[rid] = None
+                    continue
+                if created is not None:
+                    created = epoch(created)
+                    if created is None:
+                        python[rid] = None
+                        continue
+                if updated is not None:
+                    updated = epoch(updated)
+                    if updated is None:
+                        python[rid] = None
+                        continue
+                if text.strip():
+                    keep((rid, text, subject or None, key or None, given or None, created, updated))
+            categories = categorize_rows(source_name, [(r[3], r[1], r[4]) for r in ready])
+            append = computed.append
+            for (rid, text, subject, key, _, created, updated), category in zip(ready, categories):
+                scorer = scorers.get(category, missing)
+                if scorer is missing:
+                    scorer = scorers[category] = plain_scorer(cfg.policy(category), thresholds, lifecycle)
+                if scorer is None:
+                    python[rid] = category
+                    continue
+                learned = _latest(created, updated)
+                freshness, label, age, left, until, _, confidence, change_days = scorer(
+                    as_of, now if learned is None else learned)
+                if change_days is None:
+                    nxt = None
+                else:
+                    nxt = 0.0 if ahead else as_of + change_days * DAY
+                # content_hash_as(rec, category), as _page_builder writes it (status active)
+                digest = blake2b((f"{text!r}\x1f{key!r}\x1f{subject!r}\x1f{category!r}\x1f{created!r}\x1f"
+                                  f"{updated!r}\x1fNone\x1f'active'\x1f").encode("utf-8", "replace"),
+                                 digest_size=12).hexdigest()
+                append((rid, category, digest, created, updated, freshness, label, age, left, until, confidence,
+                        nxt))
+            return computed, python
+
+        return facts_of
+
     def _unchanged_test(self) -> Callable[[Record, tuple], bool]:
         """unchanged(rec, stored) -> True when upserting `rec` would leave its stored fact
         (a tuple of the store's UNCHANGED_COLUMNS) as it is, apart from what a sync stamps
@@ -746,6 +918,18 @@ class _SetCompare(NamedTuple):
     version: int
     cursor: dict
     found: SetComparison
+
+
+class _Load(NamedTuple):
+    """What SyncEngine._stage_load staged: the overlay's data_version it staged against, the
+    cursor a full read would leave, the staged pages (bulk_load.Staged), the connector's
+    record(row) for the rows left to the Record path, and the Records' `table`."""
+
+    version: int
+    cursor: dict
+    staged: Staged
+    record: Callable
+    table: str
 
 
 def _made_with(before, fingerprint: str | None) -> bool:

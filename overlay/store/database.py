@@ -11,7 +11,8 @@ schema is versioned: overlay/store/migrations/ holds one module per version.
 `OverlayStore` is the one object the rest of the application talks to. Its methods come
 from one repository per concern (each a mixin over the same connection):
 schema.py (migrations), sources.py (sources, meta), facts.py (the facts and their column
-spec), compare.py (a re-audit's set comparison with a SQLite source),
+spec), compare.py (a re-audit's set comparison with a SQLite source), bulk_load.py (a first
+load of a SQLite source table by INSERT … SELECT),
 scores.py (score inputs out, scores in), reports.py (report rows, summaries),
 contradictions.py, vectors.py, verdicts.py (the judge's cache), runs.py. actions.py,
 leases.py and backup.py work on a
@@ -26,6 +27,7 @@ from pathlib import Path
 from memwatch_overlay.core.errors import OverlayError
 from memwatch_overlay.core.redact import redact_dsn
 from memwatch_overlay.overlay.store import postgres_dialect as overlay_db
+from memwatch_overlay.overlay.store.bulk_load import BulkLoadRepo
 from memwatch_overlay.overlay.store.compare import CompareRepo
 from memwatch_overlay.overlay.store.contradictions import ContradictionsRepo
 from memwatch_overlay.overlay.store.facts import (  # noqa: F401 (re-exported: the store's vocabulary)
@@ -49,8 +51,8 @@ from memwatch_overlay.overlay.store.vectors import VectorsRepo
 from memwatch_overlay.overlay.store.verdicts import VerdictsRepo
 
 
-class OverlayStore(SchemaRepo, SourcesRepo, FactsRepo, CompareRepo, ScoresRepo, PlainRescoreRepo, ReportsRepo,
-                   ContradictionsRepo, VectorsRepo, VerdictsRepo, RunsRepo):
+class OverlayStore(SchemaRepo, SourcesRepo, FactsRepo, CompareRepo, BulkLoadRepo, ScoresRepo, PlainRescoreRepo,
+                   ReportsRepo, ContradictionsRepo, VectorsRepo, VerdictsRepo, RunsRepo):
     """Opens (and migrates) the overlay database: a SQLite file at `path`, or a
     postgresql:// DSN (overlay/store/postgres_dialect.py runs the same statements there)."""
 

@@ -80,11 +80,14 @@ _UPSERT_SQL = (
                 if _ON_CONFLICT.get(c, "") is not None)
 )
 
+# The upsert's conflict clause, for an INSERT … SELECT (overlay/store/bulk_load.py)
+UPSERT_CONFLICT = _UPSERT_SQL[_UPSERT_SQL.index("ON CONFLICT"):]
+
 # Postgres: the same upsert from a COPYed page (upsert_facts), rows taken in the order they came.
 PG_COPY_MIN = 200
 _PG_UPSERT_FROM_PAGE = (
     f"INSERT INTO facts ({', '.join(FACT_COLUMNS)}) SELECT {', '.join(FACT_COLUMNS)} FROM temp.mw_facts_page "
-    "ORDER BY page_order " + _UPSERT_SQL[_UPSERT_SQL.index("ON CONFLICT"):])
+    "ORDER BY page_order " + UPSERT_CONFLICT)
 
 LIVE = "status IN (" + ", ".join(f"'{s}'" for s in LIVE_STATUSES) + ")"
 ANY = object()   # find_facts(subject=ANY): every subject (None means "no subject")
