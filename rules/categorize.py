@@ -140,25 +140,18 @@ class Categorizer:
 
     def categorize_page(self, records) -> list[str]:
         """[categorize(r.source, r.key, r.text, r.category) for r in records], with the same
-        side effects (unknown category values counted, truncated texts counted), without the
-        per-record call through categorize(): the sync categorises a page at a time."""
-        out: list[str] = []
-        append = out.append
-        categorize, key_hits, by_text = self.categorize, self._key_hits, self._by_text
-        for rec in records:
-            if rec.category:
-                append(categorize(rec.source, rec.key, rec.text, rec.category))
-            else:
-                append(by_text(rec.text, *key_hits(rec.source, rec.key)))
-        return out
+        side effects: the sync categorises a page at a time (categorize_rows)."""
+        return self.categorize_rows((r.source, r.key, r.text, r.category) for r in records)
 
-    def categorize_rows(self, source: str | None, rows) -> list[str]:
-        """categorize_page for rows that are not Records: (key, text, category) tuples of one
-        source (the SQL first load, overlay/store/bulk_load.py), with the same side effects."""
+    def categorize_rows(self, rows) -> list[str]:
+        """[categorize(source, key, text, category) for each (source, key, text, category)
+        tuple], with the same side effects (unknown category values counted, truncated texts
+        counted), without the per-row call through categorize(): a page of Records
+        (categorize_page) or of staged rows (the SQL first load)."""
         out: list[str] = []
         append = out.append
         categorize, key_hits, by_text = self.categorize, self._key_hits, self._by_text
-        for key, text, category in rows:
+        for source, key, text, category in rows:
             if category:
                 append(categorize(source, key, text, category))
             else:
