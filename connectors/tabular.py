@@ -157,6 +157,54 @@ class TableConnector(Connector):
         any other row whole to row_to_record, so every Record (and warning) is the one
         row_to_record gives (tests/test_tuple_records.py).
         """
+        fields = self._tuple_fields(names, pks, mapping)
+        if fields is None:
+            return None
+        source, table = self.source.name, self.table_name
+        general = self.row_to_record
+
+        def record(row: tuple) -> Record | None:
+            got = fields(row)
+            if got.__class__ is tuple:
+                pk, text, subject, key, category, count, created, updated, accessed, expires = got
+                return Record(source, table, pk, text, subject, key, created, updated, accessed, count, category,
+                              expires)
+            return None if got is None else general(dict(zip(names, row)), pks, mapping)
+
+        return record
+
+    def tuple_plain(self, names: list[str], pks: list[str], mapping: dict,
+                    record: Callable[[tuple], Record | None]) -> Callable[[tuple], tuple | None] | None:
+        """plain(row_tuple) -> the PLAIN_FIELDS tuple of a row whose Record (`record(row)`, the
+        tuple path's) would be a plain one, without making it: None for any other row (the
+        caller makes its Record). None when tuple_records() declines, or for a key of several
+        columns.
+
+        A plain row is one the tuple path reads without falling back (_tuple_fields) and
+        with no category of its own (the category column unmapped, NULL or empty). Its tuple
+        holds exactly the Record's values (tests/test_plain_compare.py).
+        """
+        fields = self._tuple_fields(names, pks, mapping)
+        if len(pks) != 1 or fields is None:
+            return None
+        table = self.table_name
+
+        def plain(row: tuple) -> tuple | None:
+            got = fields(row)
+            if got.__class__ is not tuple or got[4] is not None:
+                return None          # no Record, the general path, or a category of its own
+            pk, text, subject, key, _, count, created, updated, accessed, expires = got
+            (name, value), = pk.items()
+            return (name, value, table, text, subject, key, created, updated, accessed, count, expires, row, record)
+
+        return plain
+
+    def _tuple_fields(self, names: list[str], pks: list[str], mapping: dict) -> Callable[[tuple], Any] | None:
+        """fields(row_tuple) -> (pk, text, subject, key, category, access_count, created_at,
+        updated_at, accessed_at, expires_at) as the Record of the row holds them; None for a
+        row that makes no Record (NULL or blank text); GENERAL for one row_to_record must read
+        (any value but the usual ones, see tuple_records). None when the mapping cannot be
+        read from tuples at all."""
         if type(self).row_to_record is not _ROW_TO_RECORD or len(set(names)) != len(names):
             return None
         if any(path for _, path in mapping.values()) or "text" not in mapping:
@@ -172,16 +220,11 @@ class TableConnector(Connector):
             return None
         # (position in (subject, key, category), column index) of the mapped optional fields
         optional_at = [(j, i) for j, i in enumerate(opt_at) if i is not None]
-        source, table = self.source.name, self.table_name
-        general = self.row_to_record
-        fromiso, epoch0 = dt.datetime.fromisoformat, _NAIVE_EPOCH
 
-        def record(row: tuple) -> Record | None:
+        def fields(row: tuple) -> Any:
             text = row[text_at]
             if text.__class__ is not str:
-                if text is None:
-                    return None
-                return general(dict(zip(names, row)), pks, mapping)
+                return None if text is None else GENERAL
             if not text.strip():
                 return None
             pk = {}
@@ -192,125 +235,51 @@ class TableConnector(Connector):
                 elif value.__class__ is int:
                     pk[p] = str(value)
                 else:
-                    return general(dict(zip(names, row)), pks, mapping)
+                    return GENERAL
             optional = [None, None, None]           # subject, key, category: str or NULL
             for j, i in optional_at:
                 value = row[i]
                 if value.__class__ is str:
                     optional[j] = value or None
                 elif value is not None:
-                    return general(dict(zip(names, row)), pks, mapping)
-            subject, key, category = optional
+                    return GENERAL
             count = 0
             if count_at is not None:
                 count = row[count_at]
                 if count is None:
                     count = 0
                 elif count.__class__ is not int:
-                    return general(dict(zip(names, row)), pks, mapping)
+                    return GENERAL
             times = [None, None, None, None]
             last_raw = last = None
             for n, i in time_at:
                 raw = row[i]
                 if raw is None:
                     continue
-                if raw.__class__ is not str or len(raw) < 10 or raw[4] != "-":
-                    return general(dict(zip(names, row)), pks, mapping)
                 if raw != last_raw:
-                    # parse_timestamp's own fast path, inlined: naive ISO text is UTC
-                    try:
-                        parsed = fromiso(raw)
-                    except ValueError:
-                        return general(dict(zip(names, row)), pks, mapping)
-                    if parsed.tzinfo is not None:
-                        return general(dict(zip(names, row)), pks, mapping)
-                    last, last_raw = (parsed - epoch0).total_seconds(), raw
+                    last, last_raw = naive_iso_epoch(raw), raw
+                    if last is None:
+                        return GENERAL
                 times[n] = last
-            return Record(source, table, pk, text, subject, key, times[0], times[1], times[2], count, category,
-                          times[3])
+            return (pk, text, *optional, count, *times)
 
-        return record
+        return fields
 
-    def tuple_plain(self, names: list[str], pks: list[str], mapping: dict,
-                    record: Callable[[tuple], Record | None]) -> Callable[[tuple], tuple | None] | None:
-        """plain(row_tuple) -> the PLAIN_FIELDS tuple of a row whose Record (`record(row)`, the
-        tuple path's) would be a plain one, without making it: None for any other row (the
-        caller makes its Record). None when tuple_records() declines, or for a key of several
-        columns.
 
-        A plain row is one the tuple path reads without falling back: str text (not blank),
-        a str or int key value, str or NULL subject and key, no category of its own (the
-        category column unmapped, NULL or empty), an int or NULL access count, naive ISO
-        text or NULL times. Its tuple holds exactly the Record's values (tests/test_plain_compare.py).
-        """
-        if len(pks) != 1 or self.tuple_records(names, pks, mapping) is None:
-            return None
-        where = {name: i for i, name in enumerate(names)}
-        text_at = where[mapping["text"][0]]
-        pk_name = pks[0]
-        pk_at = where[pk_name]
-        opt_at = [None if mapping.get(k) is None else where[mapping[k][0]] for k in ("subject", "key")]
-        subject_at, key_at = opt_at
-        category_at = None if mapping.get("category") is None else where[mapping["category"][0]]
-        count_at = None if mapping.get("access_count") is None else where[mapping["access_count"][0]]
-        time_at = [(n, where[mapping[k][0]]) for n, k in enumerate(TIME_FIELDS) if mapping.get(k) is not None]
-        table = self.table_name
-        fromiso, epoch0 = dt.datetime.fromisoformat, _NAIVE_EPOCH
+GENERAL = object()      # _tuple_fields: the row goes to row_to_record whole
 
-        def plain(row: tuple) -> tuple | None:
-            text = row[text_at]
-            if text.__class__ is not str or not text.strip():
-                return None
-            value = row[pk_at]
-            if value.__class__ is not str:
-                if value.__class__ is not int:
-                    return None
-                value = str(value)
-            subject = key = None
-            if subject_at is not None:
-                subject = row[subject_at]
-                if subject.__class__ is str:
-                    subject = subject or None
-                elif subject is not None:
-                    return None
-            if key_at is not None:
-                key = row[key_at]
-                if key.__class__ is str:
-                    key = key or None
-                elif key is not None:
-                    return None
-            if category_at is not None:
-                category = row[category_at]
-                if category is not None and category != "":
-                    return None          # a category of its own (or not text): the Record path
-            count = 0
-            if count_at is not None:
-                count = row[count_at]
-                if count is None:
-                    count = 0
-                elif count.__class__ is not int:
-                    return None
-            times = [None, None, None, None]
-            last_raw = last = None
-            for n, i in time_at:
-                raw = row[i]
-                if raw is None:
-                    continue
-                if raw.__class__ is not str or len(raw) < 10 or raw[4] != "-":
-                    return None
-                if raw != last_raw:
-                    try:
-                        parsed = fromiso(raw)
-                    except ValueError:
-                        return None
-                    if parsed.tzinfo is not None:
-                        return None
-                    last, last_raw = (parsed - epoch0).total_seconds(), raw
-                times[n] = last
-            return (pk_name, value, table, text, subject, key, times[0], times[1], times[2], count, times[3],
-                    row, record)
 
-        return plain
+def naive_iso_epoch(raw: Any) -> float | None:
+    """The tuple path's time: naive ISO text (read as UTC, parse_timestamp's own fast path) as
+    epoch seconds; None for anything else (parse_timestamp reads it, with its warnings). The
+    SQL first load parses staged times with it too (overlay/engine/sync.py)."""
+    if raw.__class__ is not str or len(raw) < 10 or raw[4] != "-":
+        return None
+    try:
+        parsed = _FROMISO(raw)
+    except ValueError:
+        return None
+    return None if parsed.tzinfo is not None else (parsed - _NAIVE_EPOCH).total_seconds()
 
 
 # What a connector's read_for_compare() yields for a plain row, in order (tuple_plain):
@@ -320,6 +289,7 @@ PLAIN_FIELDS = ("pk_name", "pk_value", "table", "text", "subject", "key", "creat
 
 _ROW_TO_RECORD = TableConnector.row_to_record   # the general path tuple_records stands in for
 _NAIVE_EPOCH = dt.datetime(1970, 1, 1)
+_FROMISO = dt.datetime.fromisoformat
 
 
 class _RowPlan:
