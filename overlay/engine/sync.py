@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import datetime as dt
 import hashlib
 import itertools
 import json
@@ -31,6 +30,7 @@ from typing import Callable, NamedTuple
 
 from memwatch_overlay.connectors.base import Connector, Record, make_ref
 from memwatch_overlay.connectors.registry import make_connector
+from memwatch_overlay.connectors.tabular import naive_iso_epoch
 from memwatch_overlay.rules.categorize import Categorizer, unknown_categories_warning
 from memwatch_overlay.rules.config import MAPPING_KEYS, Config, SourceConfig
 from memwatch_overlay.overlay.engine.scoring import (
@@ -86,8 +86,14 @@ def content_hash(rec: Record) -> str:
 
 def content_hash_as(rec: Record, category: str | None) -> str:
     """content_hash(rec) with `category` in place of rec.category."""
-    data = (f"{rec.text!r}\x1f{rec.key!r}\x1f{rec.subject!r}\x1f{category!r}\x1f{rec.created_at!r}\x1f"
-            f"{rec.updated_at!r}\x1f{rec.expires_at!r}\x1f{rec.status!r}\x1f")
+    return content_digest(rec.text, rec.key, rec.subject, category, rec.created_at, rec.updated_at,
+                          rec.expires_at, rec.status)
+
+
+def content_digest(text, key, subject, category, created_at, updated_at, expires_at, status) -> str:
+    """content_hash of a record holding these values (the page builders hash without a Record)."""
+    data = (f"{text!r}\x1f{key!r}\x1f{subject!r}\x1f{category!r}\x1f{created_at!r}\x1f"
+            f"{updated_at!r}\x1f{expires_at!r}\x1f{status!r}\x1f")
     return _blake2b(data.encode("utf-8", "replace"), digest_size=12).hexdigest()
 
 
@@ -658,19 +664,9 @@ class SyncEngine:
         thresholds, lifecycle = cfg.thresholds, cfg.lifecycle
         scorers: dict[str, Callable | None] = {}
         ahead = as_of > now + 1.0
-        blake2b = _blake2b
+        digest_of = content_digest
         missing = object()
-        fromiso, epoch0 = dt.datetime.fromisoformat, dt.datetime(1970, 1, 1)
-
-        def epoch(raw):
-            """The tuple path's time (connectors/tabular.py): naive ISO text, else None."""
-            if raw.__class__ is not str or len(raw) < 10 or raw[4] != "-":
-                return None
-            try:
-                parsed = fromiso(raw)
-            except ValueError:
-                return None
-            return None if parsed.tzinfo is not None else (parsed - epoch0).total_seconds()
+        epoch = naive_iso_epoch          # the times as the connector's tuple path parses them
 
         def facts_of(rows: list[tuple]) -> tuple[list[tuple], dict]:
             computed: list[tuple] = []
@@ -693,7 +689,7 @@ class SyncEngine:
                         continue
                 if text.strip():
                     keep((rid, text, subject or None, key or None, given or None, created, updated))
-            categories = categorize_rows(source_name, [(r[3], r[1], r[4]) for r in ready])
+            categories = categorize_rows([(source_name, r[3], r[1], r[4]) for r in ready])
             append = computed.append
             for (rid, text, subject, key, _, created, updated), category in zip(ready, categories):
                 scorer = scorers.get(category, missing)
@@ -702,17 +698,9 @@ class SyncEngine:
                 if scorer is None:
                     python[rid] = category
                     continue
-                learned = _latest(created, updated)
-                freshness, label, age, left, until, _, confidence, change_days = scorer(
-                    as_of, now if learned is None else learned)
-                if change_days is None:
-                    nxt = None
-                else:
-                    nxt = 0.0 if ahead else as_of + change_days * DAY
-                # content_hash_as(rec, category), as _page_builder writes it (status active)
-                digest = blake2b((f"{text!r}\x1f{key!r}\x1f{subject!r}\x1f{category!r}\x1f{created!r}\x1f"
-                                  f"{updated!r}\x1fNone\x1f'active'\x1f").encode("utf-8", "replace"),
-                                 digest_size=12).hexdigest()
+                freshness, label, age, left, until, confidence, nxt = _plain_scores(
+                    scorer, as_of, now, ahead, created, updated, True)
+                digest = digest_of(text, key, subject, category, created, updated, None, "active")
                 append((rid, category, digest, created, updated, freshness, label, age, left, until, confidence,
                         nxt))
             return computed, python
@@ -806,7 +794,7 @@ class SyncEngine:
         ref_prefixes: dict[tuple[str, str], str] = {}
         pk_prefixes: dict[str, str] = {}
         ahead = as_of > now + 1.0
-        new_row, blake2b, enc, live = tuple.__new__, _blake2b, _enc, LIVE_STATUSES
+        new_row, digest_of, enc, live = tuple.__new__, content_digest, _enc, LIVE_STATUSES
         missing = object()
 
         def page_rows(records: list[Record]) -> list[FactRow]:
@@ -835,17 +823,9 @@ class SyncEngine:
                     pk_prefix = pk_prefixes[name] = "{" + enc(name) + ": "
                 created, updated, text, key, subject, status = (rec.created_at, rec.updated_at, rec.text, rec.key,
                                                                 rec.subject, rec.status)
-                learned = _latest(created, updated)
-                freshness, label, age, left, until, _, confidence, change_days = scorer(
-                    as_of, now if learned is None else learned)
-                if change_days is None or status not in live:
-                    nxt = None
-                else:
-                    nxt = 0.0 if ahead else as_of + change_days * DAY
-                # content_hash_as(rec, category), inline (accessed_at and expires_at are None)
-                digest = blake2b((f"{text!r}\x1f{key!r}\x1f{subject!r}\x1f{category!r}\x1f{created!r}\x1f"
-                                  f"{updated!r}\x1fNone\x1f{status!r}\x1f").encode("utf-8", "replace"),
-                                 digest_size=12).hexdigest()
+                freshness, label, age, left, until, confidence, nxt = _plain_scores(
+                    scorer, as_of, now, ahead, created, updated, status in live)
+                digest = digest_of(text, key, subject, category, created, updated, None, status)
                 append(new_row(FactRow, (
                     source_id, table, pk_prefix + enc(value) + "}", prefix + value,   # ..ref
                     subject, key, text, category, given, created, updated,          # subject..updated_at
@@ -1059,6 +1039,20 @@ class _PageWriter:
         error, self.error = self.error, None
         self.cancelled = True
         raise error
+
+
+def _plain_scores(scorer, as_of: float, now: float, ahead: bool, created: float | None,
+                  updated: float | None, live: bool) -> tuple:
+    """(freshness, label, age_days, days_left, days_until_expired, confidence, next_change) of a
+    plain fact (plain_scorer's case) learned at its latest time (else `now`), as fact_row
+    stores them: no next change for a fact that is not live, at once when `as_of` is ahead."""
+    learned = _latest(created, updated)
+    freshness, label, age, left, until, _, confidence, change_days = scorer(as_of, now if learned is None else learned)
+    if change_days is None or not live:
+        nxt = None
+    else:
+        nxt = 0.0 if ahead else as_of + change_days * DAY
+    return freshness, label, age, left, until, confidence, nxt
 
 
 def _latest(*times: float | None) -> float | None:
