@@ -33,7 +33,7 @@ import time
 from typing import Any, Callable, NamedTuple
 
 from memwatch_overlay.core.errors import ConnectorError
-from memwatch_overlay.overlay.store.compare import PAGE_ROWS, SCHEMA, _attached_is, _key_sql
+from memwatch_overlay.overlay.store.compare import PAGE_ROWS, SCHEMA, _key_sql
 from memwatch_overlay.overlay.store.facts import FACT_COLUMNS, UPSERT_CONFLICT
 from memwatch_overlay.overlay.store.sqlhelpers import RepoBase, placeholders, plain_rows
 
@@ -76,17 +76,20 @@ class BulkLoadRepo(RepoBase):
         self.drop_staged()
         if len(spec.pk) != 1 or ROWID in spec.columns or not spec.columns or "text" not in spec.fields:
             return None
-        waits = self.conn.execute("PRAGMA busy_timeout").fetchone()[0]
-        self.conn.execute(f"PRAGMA busy_timeout = {int(spec.busy_timeout * 1000)}")
+        staged = None
         try:
-            self.conn.execute(f"ATTACH DATABASE ? AS {SCHEMA}", (spec.uri,))
-        except sqlite3.Error:       # e.g. another text encoding than the overlay's
-            self.conn.execute(f"PRAGMA busy_timeout = {int(waits)}")
-            return None
-        done = False
+            with self.source_attached(spec) as attached:
+                if attached:
+                    staged = self._stage_attached(spec, target, pause, page_rows, min_rows)
+        finally:
+            if staged is None:          # nothing staged (or an error): no half copy is left
+                self.drop_staged()
+        return staged
+
+    def _stage_attached(self, spec, target: str, pause: Callable[[float], None] | None,
+                        page_rows: int, min_rows: int) -> Staged | None:
+        """stage_source() with the source attached."""
         try:
-            if not _attached_is(self.conn, spec.path):
-                return None
             if min_rows and self.conn.execute(f"SELECT count(*) FROM (SELECT 1 FROM {SCHEMA}.{spec.table_sql} "
                                               "LIMIT ?)", (min_rows,)).fetchone()[0] < min_rows:
                 return None
@@ -111,15 +114,9 @@ class BulkLoadRepo(RepoBase):
                     break
                 if pause is not None:
                     pause(held)
-            done = True
             return Staged(total, pages)
         except sqlite3.OperationalError:    # a lock held past the busy timeout: the Record path reports it
             return None
-        finally:
-            self.conn.execute(f"DETACH DATABASE {SCHEMA}")
-            self.conn.execute(f"PRAGMA busy_timeout = {int(waits)}")
-            if not done:
-                self.drop_staged()
 
     def staged_page(self, after: int, upto: int):
         """The staged rows (after, upto] as (rowid, ok, text, subject, key, category,

@@ -33,8 +33,9 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import Callable, Iterator, NamedTuple
 
 from memwatch_overlay.overlay.store.sqlhelpers import RepoBase
 
@@ -75,17 +76,35 @@ class CompareRepo(RepoBase):
         `pause(seconds the page held the source)` runs after each page but the last (the
         daemon's pacing of rollback-journal stores)."""
         self.begin_unchanged()
+        with self.source_attached(spec) as attached:
+            if not attached:
+                return None
+            return self._compare_attached(source_id, spec, pause, page_rows)
+
+    @contextmanager
+    def source_attached(self, spec) -> Iterator[bool]:
+        """The source file of `spec` ATTACHed read-only as SCHEMA for the block (outside any
+        transaction), a lock on it waited for as long as the connector waits (not the
+        overlay's 30 s); yields False when it could not be attached or the file SQLite
+        attached is not the source. DETACHed after, the busy timeout put back."""
         waits = self.conn.execute("PRAGMA busy_timeout").fetchone()[0]
-        # a bot's lock on the source is waited for as long as the connector waits, not the overlay's 30 s
         self.conn.execute(f"PRAGMA busy_timeout = {int(spec.busy_timeout * 1000)}")
         try:
             self.conn.execute(f"ATTACH DATABASE ? AS {SCHEMA}", (spec.uri,))
         except sqlite3.Error:       # e.g. another text encoding than the overlay's
             self.conn.execute(f"PRAGMA busy_timeout = {int(waits)}")
-            return None
+            yield False
+            return
         try:
-            if not _attached_is(self.conn, spec.path):
-                return None
+            yield _attached_is(self.conn, spec.path)
+        finally:
+            self.conn.execute(f"DETACH DATABASE {SCHEMA}")
+            self.conn.execute(f"PRAGMA busy_timeout = {int(waits)}")
+
+    def _compare_attached(self, source_id: int, spec, pause: Callable[[float], None] | None,
+                          page_rows: int) -> SetComparison | None:
+        """compare_source() with the source attached."""
+        try:
             key, same, same_params = _key_sql(spec.pk), *_same_sql(spec)
             table = f"{SCHEMA}.{spec.table_sql}"
             whole = self._whole_unchanged(source_id, spec, table, key, same, same_params, pause, page_rows)
@@ -120,9 +139,6 @@ class CompareRepo(RepoBase):
             return SetComparison(rows, matched, redo, False)
         except sqlite3.OperationalError:   # a lock held past the busy timeout: the Record path reports it
             return None
-        finally:
-            self.conn.execute(f"DETACH DATABASE {SCHEMA}")
-            self.conn.execute(f"PRAGMA busy_timeout = {int(waits)}")
 
 
     def _whole_unchanged(self, source_id: int, spec, table: str, key: str, same: str, params: tuple,
