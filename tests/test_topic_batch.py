@@ -271,3 +271,20 @@ def test_a_small_sync_is_not_gathered_for_a_batch(tmp_path, monkeypatch, learned
     monkeypatch.setattr(topic_batch, "TopicBatch", lambda model: made.append(model))
     assert len(_findings(store, tmp_path / "o.db")) > 50
     assert made == [] and learned._batch is None
+
+
+def test_a_block_past_the_batch_size_is_batched_by_its_own_walk_only(tmp_path, monkeypatch, learned):
+    """A block of TOPIC_BATCH_FACTS facts or more is not gathered for a batch: its own walk
+    (BlockIndex.add) batches it. Estimated in both places, a block past the topic cache had
+    its first batch dropped by the second (one batch computed for nothing)."""
+    from memwatch_overlay.overlay.detect import blocks, learned as learned_module
+    monkeypatch.setattr(topic_batch, "MIN_BATCH", 100)
+    monkeypatch.setattr(blocks, "SCAN_MIN_CHANGED", 100)
+    monkeypatch.setattr(blocks, "TOPIC_BATCH_FACTS", 200)
+    store, n = _one_user_store(tmp_path)
+    monkeypatch.setattr(learned_module, "TOPIC_CACHE", n // 2)  # a fraction of the block's texts
+    batches: list[int] = []
+    probs = topic_batch.TopicBatch.probs
+    monkeypatch.setattr(topic_batch.TopicBatch, "probs", lambda self, ts: batches.append(len(ts)) or probs(self, ts))
+    assert len(_findings(store, tmp_path / "o.db")) > 20
+    assert batches == [n // 2]

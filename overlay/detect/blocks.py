@@ -191,6 +191,27 @@ def _kept_walks(detector: Detector) -> dict:
     return kept
 
 
+def _in_batches(blocks, size: int, ready):
+    """`blocks` ((block rows, changed ids) pairs) passed on a batch at a time: gathered until
+    the blocks of two or more facts (a fact alone is compared with nothing) hold `size` facts;
+    `ready(those blocks)` runs before the batch is passed on (when it holds any)."""
+    pending: list = []
+    compared: list = []
+    n = 0
+    for block, changed_ids in blocks:
+        pending.append((block, changed_ids))
+        if len(block) >= 2:
+            compared.append(block)
+            n += len(block)
+        if n >= size:
+            ready(compared)
+            yield from pending
+            pending, compared, n = [], [], 0
+    if compared:
+        ready(compared)
+    yield from pending
+
+
 def _embedded_in_batches(blocks, vectors, detector: Detector):
     """`blocks`, with the facts a walk compares given their vectors first: several blocks at
     a time, about EMBED_BATCH facts per model call. One call per block (a handful of texts
@@ -201,16 +222,10 @@ def _embedded_in_batches(blocks, vectors, detector: Detector):
     is walked), and a fact alone in its block is compared with nothing, so it is never
     encoded. A fact's clauses and cue clauses are encoded with it and cached in the overlay
     with its vector (VectorCache), so a walk over cached facts encodes nothing."""
-    pending: list = []
-    size = 0
-    for block, changed_ids in blocks:
-        pending.append((block, changed_ids))
-        if len(block) >= 2:
-            size += len(block)
-        if size >= EMBED_BATCH:
-            yield from _with_vectors(pending, vectors, detector)
-            pending, size = [], 0
-    yield from _with_vectors(pending, vectors, detector)
+    def embed(compared: list) -> None:
+        vectors.ensure(detector.embedder, [(r["id"], detector.embedding_texts(fact_view(r)))
+                                           for block in compared for r in block])
+    return _in_batches(blocks, EMBED_BATCH, embed)
 
 
 # Small blocks (a store of many users) are gathered until they hold this many facts, and
@@ -223,33 +238,18 @@ def _topics_in_batches(blocks, detector: Detector):
     (a user with thousands of memories) has its topics batched by its own walk
     (BlockIndex.add), but a store of many users with a few dozen memories each would
     otherwise estimate every text alone, in pure Python (most of a 100k-row audit's
-    detection). The walks find the same topics either way: prefetching only fills the
-    learned layer's cache with the decisions the per-text path would take."""
+    detection). A block of TOPIC_BATCH_FACTS facts or more is left to its own walk: estimated
+    here too, a block past the topic cache (65,536 texts) would have what was estimated here
+    dropped there and estimated again.
+    The walks find the same topics either way: prefetching only fills the learned layer's
+    cache with the decisions the per-text path would take."""
     prefetch = getattr(detector, "prefetch_topics", None)
     if prefetch is None:
-        yield from blocks
-        return
-    pending: list = []
-    size = 0
-    for block, changed_ids in blocks:
-        pending.append((block, changed_ids))
-        if len(block) >= 2:
-            size += len(block)
-        if size >= TOPIC_BATCH_FACTS:
-            prefetch([fact_view(r) for b, _ in pending if len(b) >= 2 for r in b])
-            yield from pending
-            pending, size = [], 0
-    if size:
-        prefetch([fact_view(r) for b, _ in pending if len(b) >= 2 for r in b])
-    yield from pending
+        return blocks
 
-
-def _with_vectors(pending: list, vectors, detector: Detector):
-    facts = [(r["id"], detector.embedding_texts(fact_view(r)))
-             for block, _ in pending if len(block) >= 2 for r in block]
-    if facts:
-        vectors.ensure(detector.embedder, facts)
-    yield from pending
+    def estimate(compared: list) -> None:
+        prefetch([fact_view(r) for block in compared if len(block) < TOPIC_BATCH_FACTS for r in block])
+    return _in_batches(blocks, TOPIC_BATCH_FACTS, estimate)
 
 
 def _changed_of(rows, source_id: int, sync_no: int) -> set[int]:
