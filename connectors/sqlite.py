@@ -660,6 +660,15 @@ class SqliteConnector(TableConnector):
         finally:
             self.rows_read = before
 
+    def largest_rowid(self) -> int:
+        """The table's largest rowid (0 when empty): a bound on its rows, for a source snapshot."""
+        cur = self._execute(self._select([], False).select(
+            exp.Max(this=exp.column("rowid")), append=False).sql(dialect=self.dialect), ())
+        try:
+            return cur.fetchall()[0][0] or 0
+        finally:
+            cur.close()
+
     def full_read_cursor(self) -> dict:
         """The cursor read(None) would leave (the largest rowid; with a mapped updated_at, the
         mark taken before the rows and the rows sitting at it, with their digests), without

@@ -19,7 +19,7 @@ from memwatch_overlay.overlay.engine.sync import pk_json
 from memwatch_overlay.overlay.store.compare import CompareRepo, _key_sql
 from memwatch_overlay.rules.config import parse_config
 
-from test_sync_set_compare import counts, run  # noqa: F401  (counts: a fixture)
+from test_sync_set_compare import compare_every_time, counts, run  # noqa: F401  (fixtures; the first autouse)
 from test_sync_unchanged import count_writes, writes
 
 T0 = "2026-01-01 00:00:00"

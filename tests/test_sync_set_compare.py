@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from memwatch_overlay.connectors.sqlite import SqliteConnector
+from memwatch_overlay.overlay.engine import sync as sync_module
 from memwatch_overlay.overlay.engine.audit import audit
 from memwatch_overlay.overlay.store.compare import CompareRepo
 from memwatch_overlay.overlay.store.database import OverlayStore
@@ -33,6 +34,13 @@ class Counts:
     def __init__(self):
         self.read = 0        # read() calls (the Record path over the whole table)
         self.records = 0     # Records made from the rows the comparison handed back
+
+
+@pytest.fixture(autouse=True)
+def compare_every_time(monkeypatch):
+    """These tests are about the set comparison: a recorded source snapshot would answer an
+    unchanged re-audit without it (tests/test_source_snapshot.py tests that)."""
+    monkeypatch.setattr(sync_module, "SNAPSHOTS", False)
 
 
 @pytest.fixture

@@ -41,6 +41,8 @@ from memwatch_overlay.overlay.engine.scoring import (
     plain_scorer,
     score_fact,
 )
+from memwatch_overlay.overlay.engine.source_snapshot import META_KEY as SNAPSHOT_KEY
+from memwatch_overlay.overlay.engine.source_snapshot import Snapshot
 from memwatch_overlay.overlay.store.bulk_load import Staged
 from memwatch_overlay.overlay.store.compare import SetComparison
 from memwatch_overlay.overlay.store.database import FactRow, OverlayStore, ScoreUpdate
@@ -53,6 +55,7 @@ BATCH = 2000
 # path (tests/test_sql_first_load.py runs both).
 SQL_LOAD = True
 SQL_LOAD_MIN = 10_000
+SNAPSHOTS = True    # answer an unchanged SQLite source's full read from its files' digest (source_snapshot.py)
 BULK_MIN = 50_000   # a full sync past this many records (and a quarter of the overlay) loads in bulk
 SQL_RESCORE_MIN = 1000   # a rescore of this many facts scores the plain ones in SQL (store.rescore_plain)
 RESCORE_CHUNK = 900   # ids per `IN (…)`: well under SQLite's bound-variable limit
@@ -287,8 +290,10 @@ class SyncEngine:
         load = None
         try:
             store = self.store
-            # a plain SQLite table is compared in SQL first, outside the transaction (_set_compare)
-            fast = self._set_compare(source, connector) if full else None
+            # a plain SQLite table is compared in SQL first, outside the transaction (_set_compare),
+            # or not at all when its files are as the last full sync found them (source_snapshot.py)
+            snapshot = self._snapshot(source, connector) if full else None
+            fast = self._set_compare(source, connector, snapshot) if full else None
             # a first full read of such a table is staged in SQL, also before the transaction
             load = self._stage_load(source, connector) if full and fast is None else None
             guard = self.guard(store, source.name) if self.guard else contextlib.nullcontext()
@@ -363,6 +368,8 @@ class SyncEngine:
                                   config_hash=fingerprint,
                                   rows_seen_delta=live_delta if not read_all or whole else None)
             store.refresh_statistics(stats.changed + stats.deleted)
+            if snapshot is not None and not (fast is not None and fast.snapshot):
+                self._record_snapshot(snapshot, source.name, stats)
         finally:
             if load is not None:     # (a rollback after the load would keep its TEMP tables)
                 store.drop_staged()
@@ -548,7 +555,37 @@ class SyncEngine:
             store.create_indexes(dropped)
         return touched, live_delta, replaced
 
-    def _set_compare(self, source: SourceConfig, connector: Connector) -> "_SetCompare | None":
+    def _snapshot(self, source: SourceConfig, connector: Connector) -> Snapshot | None:
+        """The source files' snapshot before a full read (overlay/engine/source_snapshot.py):
+        a plain SQLite table (compare_spec()) into a SQLite overlay; None otherwise or when the
+        files are too large to hash."""
+        store = self.store
+        spec_of = getattr(connector, "compare_spec", None)
+        if not SNAPSHOTS or spec_of is None or not store.can_compare_in_sql():
+            return None
+        spec = spec_of()
+        if spec is None:
+            return None
+        recorded = store.get_meta(SNAPSHOT_KEY + source.name)
+        largest = 0 if recorded else connector.largest_rowid()
+        return Snapshot.take(source.name, spec, self.fingerprint(source), recorded, largest)
+
+    def _record_snapshot(self, snapshot: Snapshot, source_name: str, stats: SyncStats) -> None:
+        """After a full sync (committed): record its snapshot when the files did not change
+        while it read them, each row read became one live fact and none is forgotten; else
+        forget any recorded one."""
+        store = self.store
+        record = None
+        row = store.source_row(source_name)
+        if row is not None and snapshot.unchanged_since():
+            state = store.facts_state(row["id"])
+            total, _, _, deleted, forgotten = state
+            if not forgotten and stats.rows_read == stats.records == total - deleted:
+                record = snapshot.record_of(stats.rows_read, stats.records, state)
+        store.set_meta(snapshot.key, record)
+
+    def _set_compare(self, source: SourceConfig, connector: Connector,
+                     snapshot: Snapshot | None = None) -> "_SetCompare | None":
         """A full read of a SQLite table whose facts were made with this configuration, done
         as a set comparison in SQL (overlay/store/compare.py): the unchanged rows' facts are
         noted in mw_seen and never become Records; the other rows are returned by rowid for
@@ -569,6 +606,14 @@ class SyncEngine:
             return None
         version = store.data_version()
         cursor = connector.full_read_cursor()
+        if snapshot is not None:
+            recorded = store.get_meta(snapshot.key)
+            if snapshot.matches(recorded, store.facts_state(before["id"])):
+                # the files and the facts are as the recorded full sync left them: that
+                # sync's rows are every row, each its fact unchanged (`whole`)
+                store.begin_unchanged()
+                found = SetComparison(recorded["rows"], recorded["records"], [], True)
+                return _SetCompare(version, cursor, found, True)
         found = store.compare_source(before["id"], spec, pause=connector.pace)
         if found is None:
             store.end_unchanged()
@@ -898,6 +943,7 @@ class _SetCompare(NamedTuple):
     version: int
     cursor: dict
     found: SetComparison
+    snapshot: bool = False     # answered by the recorded snapshot (nothing compared)
 
 
 class _Load(NamedTuple):

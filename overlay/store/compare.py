@@ -56,6 +56,17 @@ class CompareRepo(RepoBase):
         options = {r[0] for r in self.conn.execute("PRAGMA compile_options")}
         return "USE_URI" in options
 
+    def facts_state(self, source_id: int) -> list[int]:
+        """[facts, largest changed_sync, contradicted, deleted, forgotten] of a source: what a
+        recorded snapshot (overlay/engine/source_snapshot.py) holds of its facts. Read from the
+        (source_id, changed_sync) index and the partial index of facts that are not active."""
+        total, last = self.conn.execute("SELECT count(*), coalesce(max(changed_sync), 0) FROM facts "
+                                        "WHERE source_id = ?", (source_id,)).fetchone()
+        counts = dict(self.conn.execute(
+            "SELECT status, count(*) FROM facts WHERE (status = 'contradicted' OR status = 'deleted' "
+            "OR status = 'forgotten') AND +source_id = ? GROUP BY status", (source_id,)).fetchall())
+        return [total, last, counts.get("contradicted", 0), counts.get("deleted", 0), counts.get("forgotten", 0)]
+
     def data_version(self) -> int:
         """PRAGMA data_version: moves when another connection commits to the overlay."""
         return self.conn.execute("PRAGMA data_version").fetchone()[0]

@@ -7,6 +7,7 @@ from memwatch_overlay.overlay.store import postgres_dialect as overlay_db
 from memwatch_overlay.overlay.store.migrations import MIGRATIONS_BY_VERSION, SCHEMA_VERSION
 from memwatch_overlay.overlay.store.sqlhelpers import RepoBase, split_sql
 
+SNAPSHOT_META = "snapshot:"   # meta key prefix of a source's recorded snapshot (overlay/engine/source_snapshot.py)
 MIGRATION_LOCK = 0x6D656D77   # pg_advisory_xact_lock key held while a Postgres overlay migrates
 ANALYZE_MIN = 500             # Postgres: facts a sync writes before it refreshes the planner's statistics
 FACTS_FILLFACTOR = 50         # Postgres: percent of a `facts` page filled by inserts (see _postgres_storage)
@@ -73,6 +74,9 @@ class SchemaRepo(RepoBase):
                     self.conn.execute(statement)
                 if migration.after is not None:
                     migration.after(self)
+                if self.dialect == "sqlite" and target >= 5:   # (`meta` exists from v5)
+                    # a source snapshot vouches for facts as this schema held them (source_snapshot.py)
+                    self.conn.execute(f"DELETE FROM meta WHERE key LIKE '{SNAPSHOT_META}%'")
                 self._set_schema_version(target)
 
     def schema_version(self) -> int:
