@@ -19,6 +19,7 @@ from memwatch_overlay.connectors.base import Connector
 from memwatch_overlay.connectors.registry import make_connector
 from memwatch_overlay.connectors.sqlite import SqliteConnector
 from memwatch_overlay.connectors.tabular import PLAIN_FIELDS
+from memwatch_overlay.overlay.engine import sync as sync_module
 from memwatch_overlay.overlay.engine.audit import audit
 from memwatch_overlay.overlay.store.compare import CompareRepo
 from memwatch_overlay.overlay.store.database import OverlayStore
@@ -141,6 +142,13 @@ def forget(overlay: str, refs: list[str]) -> None:
 def record_path(monkeypatch) -> None:
     """The re-audit from now on reads Records only (the comparison as it was before the tuples)."""
     monkeypatch.setattr(SqliteConnector, "read_for_compare", Connector.read_for_compare)
+
+
+@pytest.fixture(autouse=True)
+def compare_every_time(monkeypatch):
+    """These tests are about the comparison of plain rows: a recorded source snapshot would
+    answer an unchanged re-audit without reading them (tests/test_source_snapshot.py)."""
+    monkeypatch.setattr(sync_module, "SNAPSHOTS", False)
 
 
 @pytest.fixture(params=["postgres", "sqlite"])

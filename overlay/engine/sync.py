@@ -304,7 +304,7 @@ class SyncEngine:
                 # record with its stored fact and writes only what changed (unchanged facts keep
                 # their row, scores and schedule; the audit's rescore moves them to `as_of`).
                 compare = full and _made_with(before, fingerprint)
-                if fast is not None and not (compare and store.data_version() == fast.version):
+                if fast is not None and not (compare and self._unchanged_since(fast, before)):
                     fast = None      # another connection committed since: compare record by record
                     store.end_unchanged()
                 # another connection committed since the staging: the Record path (finally drops it)
@@ -557,11 +557,11 @@ class SyncEngine:
 
     def _snapshot(self, source: SourceConfig, connector: Connector) -> Snapshot | None:
         """The source files' snapshot before a full read (overlay/engine/source_snapshot.py):
-        a plain SQLite table (compare_spec()) into a SQLite overlay; None otherwise or when the
-        files are too large to hash."""
+        a plain SQLite table (compare_spec()) into an overlay (SQLite or Postgres) outside a
+        transaction; None otherwise or when the files are too large to hash."""
         store = self.store
         spec_of = getattr(connector, "compare_spec", None)
-        if not SNAPSHOTS or spec_of is None or not store.can_compare_in_sql():
+        if not SNAPSHOTS or spec_of is None or store.conn.in_transaction:
             return None
         spec = spec_of()
         if spec is None:
@@ -596,29 +596,38 @@ class SyncEngine:
         read() takes it)."""
         store = self.store
         spec_of = getattr(connector, "compare_spec", None)
-        if spec_of is None or not store.can_compare_in_sql():
+        if spec_of is None or not (snapshot is not None or store.can_compare_in_sql()):
             return None
         before = store.source_row(source.name)
         if not _made_with(before, self.fingerprint(source)):
             return None
-        spec = spec_of()
-        if spec is None:
-            return None
-        version = store.data_version()
-        cursor = connector.full_read_cursor()
         if snapshot is not None:
             recorded = store.get_meta(snapshot.key)
             if snapshot.matches(recorded, store.facts_state(before["id"])):
                 # the files and the facts are as the recorded full sync left them: that
                 # sync's rows are every row, each its fact unchanged (`whole`)
+                cursor = connector.full_read_cursor()
                 store.begin_unchanged()
                 found = SetComparison(recorded["rows"], recorded["records"], [], True)
-                return _SetCompare(version, cursor, found, True)
+                return _SetCompare(recorded["facts"], cursor, found, True)
+        spec = spec_of() if store.can_compare_in_sql() else None
+        if spec is None:
+            return None
+        version = store.data_version()
+        cursor = connector.full_read_cursor()
         found = store.compare_source(before["id"], spec, pause=connector.pace)
         if found is None:
             store.end_unchanged()
             return None
         return _SetCompare(version, cursor, found)
+
+    def _unchanged_since(self, fast: "_SetCompare", before) -> bool:
+        """Inside the sync's transaction: whether the overlay is as `fast` found it (no other
+        connection committed since: SQLite's data_version; for a snapshot, on either backend,
+        the source's facts as the snapshot recorded them)."""
+        if fast.snapshot:
+            return self.store.facts_state(before["id"]) == fast.version
+        return self.store.data_version() == fast.version
 
     def _stage_load(self, source: SourceConfig, connector: Connector) -> "_Load | None":
         """A first full read of a plain SQLite table (the set comparison's case, compare_spec())
@@ -940,7 +949,7 @@ class _SetCompare(NamedTuple):
     """What SyncEngine._set_compare found: the overlay's data_version it compared against,
     the cursor a full read would leave, and the comparison (compare.py's SetComparison)."""
 
-    version: int
+    version: int | list     # the overlay's data_version; for a snapshot, the facts_state it recorded
     cursor: dict
     found: SetComparison
     snapshot: bool = False     # answered by the recorded snapshot (nothing compared)

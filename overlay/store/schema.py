@@ -74,7 +74,7 @@ class SchemaRepo(RepoBase):
                     self.conn.execute(statement)
                 if migration.after is not None:
                     migration.after(self)
-                if self.dialect == "sqlite" and target >= 5:   # (`meta` exists from v5)
+                if target >= 5:   # (`meta` exists from v5)
                     # a source snapshot vouches for facts as this schema held them (source_snapshot.py)
                     self.conn.execute(f"DELETE FROM meta WHERE key LIKE '{SNAPSHOT_META}%'")
                 self._set_schema_version(target)
