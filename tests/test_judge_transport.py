@@ -13,6 +13,7 @@ import pytest
 
 from memwatch_overlay.overlay.detect.detector import Detector, FactView
 from memwatch_overlay.overlay.detect.judge import Judge
+from memwatch_overlay.overlay.engine import sync as sync_module
 from memwatch_overlay.overlay.engine.sync import SyncEngine
 from memwatch_overlay.overlay.store.database import OverlayStore
 from memwatch_overlay.rules.config import load_config
@@ -125,8 +126,11 @@ class _SameTopic:
         return [0.9 for _ in others]
 
 
-def test_verdicts_are_kept_in_the_overlay(tmp_path, server):
-    """A second sync of the same store with a fresh judge asks nothing: the overlay remembers."""
+def test_verdicts_are_kept_in_the_overlay(tmp_path, server, monkeypatch):
+    """A second sync of the same store with a fresh judge asks nothing: the overlay remembers.
+    (The facts are made to look changed by rewriting their content hashes behind the sync's
+    back, which a recorded source snapshot does not see: snapshots are off here.)"""
+    monkeypatch.setattr(sync_module, "SNAPSHOTS", False)
     db = tmp_path / "bot.db"
     conn = sqlite3.connect(db)
     conn.execute("CREATE TABLE memories (id INTEGER PRIMARY KEY, user_id TEXT, kind TEXT, fact_key TEXT, "

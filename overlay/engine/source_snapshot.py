@@ -19,7 +19,8 @@ compared faster than the file is read.
 The facts' side is `OverlayStore.facts_state()`: the source's fact count, its largest
 `changed_sync` (every write by a sync moves it) and its counts per status other than active
 (a fact forgotten, deleted or pruned moves them). A snapshot is recorded only when each row
-read became one live fact and none is forgotten. A migration of the overlay forgets every
+read became one live fact and none is forgotten. (Fact rows edited behind the store's back,
+by SQL on the overlay file, are not seen.) A migration of the overlay forgets every
 recorded snapshot (overlay/store/schema.py): what a fact holds may have changed meaning.
 """
 from __future__ import annotations

@@ -561,7 +561,7 @@ class SyncEngine:
         transaction; None otherwise or when the files are too large to hash."""
         store = self.store
         spec_of = getattr(connector, "compare_spec", None)
-        if not SNAPSHOTS or spec_of is None or store.conn.in_transaction:
+        if not SNAPSHOTS or spec_of is None or store.in_transaction():
             return None
         spec = spec_of()
         if spec is None:

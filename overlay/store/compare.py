@@ -56,6 +56,9 @@ class CompareRepo(RepoBase):
         options = {r[0] for r in self.conn.execute("PRAGMA compile_options")}
         return "USE_URI" in options
 
+    def in_transaction(self) -> bool:
+        return bool(self.conn.in_transaction)
+
     def facts_state(self, source_id: int) -> list[int]:
         """[facts, largest changed_sync, contradicted, deleted, forgotten] of a source: what a
         recorded snapshot (overlay/engine/source_snapshot.py) holds of its facts. Read from the
