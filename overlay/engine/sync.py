@@ -345,12 +345,14 @@ class SyncEngine:
                 # every non-deleted fact seen unchanged and nothing written: none is unseen
                 all_seen = seen is not None and seen.settle(source_id)
                 if read_all and not whole and not all_seen:
+                    # (the comparison accounted for every row: only the facts that differed can be unseen)
+                    among = found.suspects if found is not None else None
                     if self.detector is not None or self.detector_factory is not None:
                         # their subjects' blocks are walked again
-                        gone = store.unseen_live_ids(source_id, sync_no, noted=compare)
+                        gone = store.unseen_live_ids(source_id, sync_no, noted=compare, among=among)
                     stats.deleted = store.mark_unseen_deleted(
                         source_id, sync_no, before["last_full_sync"] if before is not None else None,
-                        noted=compare)
+                        noted=compare, among=among)
                 if compare:
                     store.end_unchanged()
                 self._rescore_pending(source_id, as_of)

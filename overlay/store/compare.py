@@ -41,6 +41,7 @@ from memwatch_overlay.overlay.store.sqlhelpers import RepoBase
 
 SCHEMA = "mw_src"             # the ATTACHed source's schema name
 PAGE_ROWS = 10_000            # source rows per statement (as the connector pages a full read)
+UNMATCHED_MAX = 20_000        # differing facts the walk in id order accounts for itself (_whole_unchanged)
 _MIN_EPOCH = -62135596800     # 0001-01-01: the earliest time Python's datetime parses
 _TIMES = ("created_at", "updated_at", "accessed_at", "expires_at")
 
@@ -121,9 +122,9 @@ class CompareRepo(RepoBase):
         try:
             key, same, same_params = _key_sql(spec.pk), *_same_sql(spec)
             table = f"{SCHEMA}.{spec.table_sql}"
-            whole = self._whole_unchanged(source_id, spec, table, key, same, same_params, pause, page_rows)
-            if whole is not None:
-                return SetComparison(whole, whole, [], True)
+            walked = self._whole_unchanged(source_id, spec, table, key, same, same_params, pause, page_rows)
+            if walked is not None:
+                return walked
             match = (f"INSERT OR IGNORE INTO temp.mw_seen (id) SELECT f.id FROM {table} s "
                      f"CROSS JOIN main.facts f ON f.source_id = ? AND f.pk = {key} "
                      f"WHERE s.rowid > ? AND s.rowid <= ? AND {same}")
@@ -156,10 +157,17 @@ class CompareRepo(RepoBase):
 
 
     def _whole_unchanged(self, source_id: int, spec, table: str, key: str, same: str, params: tuple,
-                         pause: Callable[[float], None] | None, page_rows: int) -> int | None:
-        """The table's row count when each non-deleted fact of the source is its row unchanged
-        and the table holds no other row; None when not, or when this walk does not apply (a
-        key of several columns or without an index, other sources' facts in the overlay)."""
+                         pause: Callable[[float], None] | None, page_rows: int) -> SetComparison | None:
+        """The comparison by a walk of the facts in id order, each looking its row up: None
+        when this walk does not apply (a key of several columns or without an index, other
+        sources' facts in the overlay) or cannot account for every row.
+
+        When each non-deleted fact is its row unchanged and the table holds no other row, that
+        is `whole`. Otherwise, as long as at most UNMATCHED_MAX facts differ, the walk goes on:
+        a differing fact whose key still names a row hands that row back (for the Record path);
+        rows beyond the largest rowid seen whose key has no fact are new. When those account
+        for every row of the table, nothing is noted in mw_seen: only the differing facts
+        (`suspects`) can be unseen, and the deletion mark looks at them alone."""
         if len(spec.pk) != 1 or not spec.pk[0].indexed:
             return None
         if self.conn.execute("SELECT count(*) FROM sources").fetchone()[0] != 1:
@@ -167,26 +175,59 @@ class CompareRepo(RepoBase):
         rows = self.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
         first, last = self.conn.execute("SELECT min(id), max(id) FROM facts").fetchone()
         if first is None:
-            return None if rows else 0
+            return None if rows else SetComparison(0, 0, [], True)
         k = spec.pk[0]
         before = len("{" + k.json_name + ': "')          # pk_json text ahead of the value
         seek = f"s.{k.sql} = substr(f.pk, {before + 1}, length(f.pk) - {before + 2})"
-        page = (f"SELECT count(*), count(s.rowid) FROM main.facts f LEFT JOIN {table} s "
-                f"ON {seek} AND f.pk = {key} AND {same} "
-                "WHERE f.id > ? AND f.id <= ? AND +f.source_id = ? AND +f.status != 'deleted'")
-        facts = 0
+        where = "f.id > ? AND f.id <= ? AND +f.source_id = ? AND +f.status != 'deleted'"
+        page = (f"SELECT count(*), count(s.rowid), max(s.rowid) FROM main.facts f LEFT JOIN {table} s "
+                f"ON {seek} AND f.pk = {key} AND {same} WHERE {where}")
+        differing = (f"SELECT f.id FROM main.facts f LEFT JOIN {table} s ON {seek} AND f.pk = {key} AND {same} "
+                     f"WHERE {where} AND s.rowid IS NULL")
+        facts = matched = 0
+        top = -(1 << 63)                                # the largest rowid of a matched row
+        unmatched: list[int] = []
         after = first - 1
         while after < last:
             started = time.monotonic()
             upto = min(after + page_rows, last)
-            n, matched = self.conn.execute(page, (*params, after, upto, source_id)).fetchone()
-            if matched != n:
-                return None
+            n, found, largest = self.conn.execute(page, (*params, after, upto, source_id)).fetchone()
+            if found != n:
+                unmatched += [r[0] for r in self.conn.execute(differing, (*params, after, upto, source_id))]
+                if len(unmatched) > UNMATCHED_MAX:
+                    return None
             facts += n
+            matched += found
+            if largest is not None and largest > top:
+                top = largest
             after = upto
             if pause is not None and after < last:
                 pause(time.monotonic() - started)
-        return rows if facts == rows else None
+        if not unmatched:
+            if facts == rows:
+                return SetComparison(rows, matched, [], True)
+        redo = self._rows_of_facts(table, seek, key, unmatched)
+        if redo and max(redo) > top:
+            top = max(redo)
+        new = rows - matched - len(redo)       # (< 0 cannot be matched below either)
+        if new:
+            fresh = [r[0] for r in self.conn.execute(
+                f"SELECT s.rowid FROM {table} s WHERE s.rowid > ? AND NOT EXISTS (SELECT 1 FROM main.facts f "
+                f"WHERE f.source_id = ? AND f.pk = {key}) ORDER BY s.rowid", (top, source_id))]
+            if len(fresh) != new:
+                return None
+            redo += fresh
+        return SetComparison(rows, matched, sorted(redo), False, unmatched)
+
+    def _rows_of_facts(self, table: str, seek: str, key: str, fact_ids: list[int]) -> list[int]:
+        """The rowids of the rows these facts' keys name (a key that names none: no rowid)."""
+        redo = []
+        for i in range(0, len(fact_ids), 500):
+            chunk = fact_ids[i:i + 500]
+            redo += [r[0] for r in self.conn.execute(
+                f"SELECT s.rowid FROM main.facts f JOIN {table} s ON {seek} AND f.pk = {key} "
+                f"WHERE f.id IN ({', '.join('?' * len(chunk))})", chunk)]
+        return redo
 
 
 class SetComparison(NamedTuple):
@@ -198,6 +239,7 @@ class SetComparison(NamedTuple):
     matched: int
     redo: list[int]
     whole: bool
+    suspects: list[int] | None = None   # every row accounted for: the facts that differed (None: not known)
 
 
 def _attached_is(conn, path: Path) -> bool:

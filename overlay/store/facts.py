@@ -85,6 +85,7 @@ UPSERT_CONFLICT = _UPSERT_SQL[_UPSERT_SQL.index("ON CONFLICT"):]
 
 # Postgres: the same upsert from a COPYed page (upsert_facts), rows taken in the order they came.
 PG_COPY_MIN = 200
+ID_CHUNK = 900     # ids per `IN (…)`: well under SQLite's bound-variable limit
 _PG_UPSERT_FROM_PAGE = (
     f"INSERT INTO facts ({', '.join(FACT_COLUMNS)}) SELECT {', '.join(FACT_COLUMNS)} FROM temp.mw_facts_page "
     "ORDER BY page_order " + UPSERT_CONFLICT)
@@ -186,28 +187,45 @@ class FactsRepo(RepoBase):
         self.conn.run(_PG_UPSERT_FROM_PAGE)
         self.conn.execute("TRUNCATE temp.mw_facts_page")
 
-    def unseen_live_ids(self, source_id: int, sync_no: int, noted: bool = False) -> list[int]:
+    def unseen_live_ids(self, source_id: int, sync_no: int, noted: bool = False,
+                        among: list[int] | None = None) -> list[int]:
         """Live facts a full read (sync `sync_no`) did not see: what mark_unseen_deleted() is
-        about to delete (call it first: `noted` as there)."""
+        about to delete (call it first: `noted` and `among` as there)."""
         seen = f" AND {_not_noted(self.dialect)}" if noted else ""
-        return [r[0] for r in self.conn.execute(
-            f"SELECT id FROM facts WHERE source_id = ? AND seen_sync < ? AND {LIVE}{seen}", (source_id, sync_no))]
+        sql = f"SELECT id FROM facts WHERE source_id = ? AND seen_sync < ? AND {LIVE}{seen}"
+        return sorted(r[0] for r in self._among(sql, (source_id, sync_no), among))
 
     def mark_unseen_deleted(self, source_id: int, sync_no: int, last_full_sync: float | None = None,
-                            noted: bool = False) -> int:
+                            noted: bool = False, among: list[int] | None = None) -> int:
         """After a full read: facts the source no longer has are `deleted` (kept, not erased).
 
         Seen are the facts this sync wrote (seen_sync) and the unchanged ones it only noted
         (`note_unchanged`, not written; `noted`: this sync did). A fact still live was seen by the previous full sync
         (`last_full_sync`) or written since: its last sighting is at least that (unchanged facts'
-        `last_seen` is not rewritten by every sync)."""
+        `last_seen` is not rewritten by every sync). `among`: only these facts can be unseen
+        (the set comparison accounted for every other one)."""
         seen = f" AND {_not_noted(self.dialect)}" if noted else ""
-        cur = self.conn.execute(
-            "UPDATE facts SET status = 'deleted', next_change = NULL, "
-            "last_seen = CASE WHEN last_seen < ? THEN ? ELSE last_seen END WHERE source_id = ? "
-            f"AND seen_sync < ? AND status != 'deleted'{seen}",
-            (*_sighting(last_full_sync), source_id, sync_no))
-        return cur.rowcount
+        sql = ("UPDATE facts SET status = 'deleted', next_change = NULL, "
+               "last_seen = CASE WHEN last_seen < ? THEN ? ELSE last_seen END WHERE source_id = ? "
+               f"AND seen_sync < ? AND status != 'deleted'{seen}")
+        if among is None:
+            return self.conn.execute(sql, (*_sighting(last_full_sync), source_id, sync_no)).rowcount
+        n = 0
+        for i in range(0, len(among), ID_CHUNK):
+            chunk = among[i:i + ID_CHUNK]
+            n += self.conn.execute(f"{sql} AND id IN ({placeholders(len(chunk))})",
+                                   (*_sighting(last_full_sync), source_id, sync_no, *chunk)).rowcount
+        return n
+
+    def _among(self, sql: str, params: tuple, among: list[int] | None) -> list[tuple]:
+        """Rows of a SELECT over facts, restricted to the ids `among` when given (in chunks)."""
+        if among is None:
+            return self.conn.execute(sql, params).fetchall()
+        out: list[tuple] = []
+        for i in range(0, len(among), ID_CHUNK):
+            chunk = among[i:i + ID_CHUNK]
+            out += self.conn.execute(f"{sql} AND id IN ({placeholders(len(chunk))})", (*params, *chunk)).fetchall()
+        return out
 
     # -- facts a full read saw unchanged (nothing written for them) ------------------------
     # (pk, then the columns compared with a record: UNCHANGED_COLUMNS)
