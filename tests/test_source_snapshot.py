@@ -273,3 +273,37 @@ def test_a_postgres_overlay_is_answered_too(tmp_path, pg_database, monkeypatch):
     source_sql(store, "UPDATE memories SET fact = 'fact number Y' WHERE id = 2")
     _, stats = run(store, snap_on, cfg)
     assert reads == [1, 1] and stats.changed == 1
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_commit_to_the_overlay_after_the_snapshot_matched_sends_the_sync_back_to_reading(
+        tmp_path, request, monkeypatch, backend):
+    """Between the snapshot's match (before the transaction) and the sync's transaction another
+    connection forgets a fact: inside the transaction the overlay is found changed (SQLite's
+    data_version; on Postgres the facts' state) and every row is read as without a snapshot."""
+    store = tmp_path / "bot.db"
+    make_store(store, 200)
+    cfg = config_for(store)
+    overlay = str(tmp_path / "overlay.db") if backend == "sqlite" else request.getfixturevalue("pg_database")("mw_snap")
+    run(store, overlay, cfg)
+    reads = []
+    real_read, real_compare = SqliteConnector.read_for_compare, sync_module.SyncEngine._set_compare
+
+    def read_for_compare(self, cursor=None):
+        reads.append(1)
+        return real_read(self, cursor)
+
+    def set_compare(self, source, connector, snapshot=None):
+        fast = real_compare(self, source, connector, snapshot)
+        assert fast is not None and fast.snapshot
+        with OverlayStore(overlay) as other:
+            with other.transaction():
+                other.set_status(["bot:memories:3"], "forgotten")
+        return fast
+
+    monkeypatch.setattr(SqliteConnector, "read_for_compare", read_for_compare)
+    if backend == "sqlite":
+        monkeypatch.setattr(CompareRepo, "can_compare_in_sql", lambda self: False)   # the Record path, countable
+    monkeypatch.setattr(sync_module.SyncEngine, "_set_compare", set_compare)
+    run(store, overlay, cfg)
+    assert reads == [1]

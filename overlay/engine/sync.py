@@ -611,7 +611,9 @@ class SyncEngine:
                 cursor = connector.full_read_cursor()
                 store.begin_unchanged()
                 found = SetComparison(recorded["rows"], recorded["records"], [], True)
-                return _SetCompare(recorded["facts"], cursor, found, True)
+                # (SQLite tells whether another connection committed since; Postgres does not)
+                version = store.data_version() if store.dialect == "sqlite" else recorded["facts"]
+                return _SetCompare(version, cursor, found, True)
         spec = spec_of() if store.can_compare_in_sql() else None
         if spec is None:
             return None
@@ -625,9 +627,9 @@ class SyncEngine:
 
     def _unchanged_since(self, fast: "_SetCompare", before) -> bool:
         """Inside the sync's transaction: whether the overlay is as `fast` found it (no other
-        connection committed since: SQLite's data_version; for a snapshot, on either backend,
-        the source's facts as the snapshot recorded them)."""
-        if fast.snapshot:
+        connection committed since: SQLite's data_version; for a snapshot on Postgres, the
+        source's facts as the snapshot recorded them)."""
+        if isinstance(fast.version, list):
             return self.store.facts_state(before["id"]) == fast.version
         return self.store.data_version() == fast.version
 
@@ -951,7 +953,7 @@ class _SetCompare(NamedTuple):
     """What SyncEngine._set_compare found: the overlay's data_version it compared against,
     the cursor a full read would leave, and the comparison (compare.py's SetComparison)."""
 
-    version: int | list     # the overlay's data_version; for a snapshot, the facts_state it recorded
+    version: int | list     # the overlay's data_version; for a snapshot on Postgres, the facts_state it recorded
     cursor: dict
     found: SetComparison
     snapshot: bool = False     # answered by the recorded snapshot (nothing compared)
