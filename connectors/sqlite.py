@@ -660,12 +660,13 @@ class SqliteConnector(TableConnector):
         finally:
             self.rows_read = before
 
-    def largest_rowid(self) -> int:
-        """The table's largest rowid (0 when empty): a bound on its rows, for a source snapshot."""
+    def largest_rowid(self) -> int | None:
+        """The table's largest rowid (None when empty): where a full read ends, and a bound on
+        the rows for a source snapshot."""
         cur = self._execute(self._select([], False).select(
             exp.Max(this=exp.column("rowid")), append=False).sql(dialect=self.dialect), ())
         try:
-            return cur.fetchall()[0][0] or 0
+            return cur.fetchall()[0][0]
         finally:
             cur.close()
 
@@ -689,12 +690,7 @@ class SqliteConnector(TableConnector):
                         rid_at, mark_at = names.index(ROWID), names.index(watermark)
                         for row in batch:
                             mark.see(row[mark_at], row[rid_at], partial(_tuple_digest, names, row))
-            cur = self._execute(self._select([], False).select(
-                exp.Max(this=exp.column("rowid")), append=False).sql(dialect=self.dialect), ())
-            try:
-                last_rowid = cur.fetchall()[0][0]
-            finally:
-                cur.close()
+            last_rowid = self.largest_rowid()
         finally:
             self.rows_read = before
         if watermark:

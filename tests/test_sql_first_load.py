@@ -99,8 +99,8 @@ def sync_once(store_path: Path, overlay: Path, cfg, as_of: float = AS_OF, now: f
         if between is not None:
             real = engine._stage_load
 
-            def stage(source, connector):
-                load = real(source, connector)
+            def stage(*args):
+                load = real(*args)
                 between(store)
                 return load
             engine._stage_load = stage

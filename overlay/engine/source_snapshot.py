@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from memwatch_overlay.core.version import __version__
-from memwatch_overlay.overlay.store.schema import SNAPSHOT_META as META_KEY   # + the source's name
+from memwatch_overlay.overlay.store.schema import SNAPSHOT_META
 
 BYTES_PER_ROW = 1024      # hash a source only up to this many bytes per row of its table ...
 SLACK = 16 << 20          # ... plus this much (small tables in small files)
@@ -65,21 +65,32 @@ def files_digest(path: Path, limit: int) -> str | None:
     return digest.hexdigest()
 
 
+def snapshot_key(source_name: str) -> str:
+    """The overlay meta key a source's recorded snapshot is kept under."""
+    return SNAPSHOT_META + source_name
+
+
 class Snapshot(NamedTuple):
     """A full sync's view of a SQLite source before it read it: the meta key, what the rows
-    are read with (spec and fingerprint, as one text) and the files' digest."""
+    are read with (spec and fingerprint, as one text), the files' digest, and the snapshot
+    recorded under the key (None: none)."""
 
     key: str
     mapping: str
     digest: str
     path: Path
     limit: int
+    recorded: dict | None
 
     @classmethod
-    def take(cls, source_name: str, spec, fingerprint: str | None, recorded: dict | None,
-             largest_rowid: int) -> "Snapshot | None":
+    def take(cls, key: str, spec, fingerprint: str | None, recorded, largest_rowid: int) -> "Snapshot | None":
         """The snapshot of the source file `spec.path` now; None when it is not hashed. The
-        size limit counts the rows the recorded snapshot saw, else the table's largest rowid."""
+        size limit counts the rows the recorded snapshot saw, else the table's largest rowid.
+        `recorded`: what the overlay holds under `key` (anything but a recorded snapshot is
+        taken for none)."""
+        if not (isinstance(recorded, dict) and isinstance(recorded.get("rows"), int)
+                and isinstance(recorded.get("records"), int)):
+            recorded = None
         rows = recorded["rows"] if recorded else max(largest_rowid, 0)
         limit = rows * BYTES_PER_ROW + SLACK
         digest = files_digest(spec.path, limit)
@@ -87,10 +98,11 @@ class Snapshot(NamedTuple):
             return None
         # (the version too: another release may read the same rows into other Records)
         mapping = json.dumps([repr(spec._replace(busy_timeout=0)), fingerprint, __version__])
-        return cls(META_KEY + source_name, mapping, digest, spec.path, limit)
+        return cls(key, mapping, digest, spec.path, limit, recorded)
 
-    def matches(self, recorded: dict | None, facts_state: list[int]) -> bool:
+    def matches(self, facts_state: list[int]) -> bool:
         """Whether the recorded snapshot is this one, over facts still as they were."""
+        recorded = self.recorded
         return (recorded is not None and recorded.get("digest") == self.digest
                 and recorded.get("mapping") == self.mapping and recorded.get("facts") == facts_state)
 

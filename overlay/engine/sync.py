@@ -41,8 +41,7 @@ from memwatch_overlay.overlay.engine.scoring import (
     plain_scorer,
     score_fact,
 )
-from memwatch_overlay.overlay.engine.source_snapshot import META_KEY as SNAPSHOT_KEY
-from memwatch_overlay.overlay.engine.source_snapshot import Snapshot
+from memwatch_overlay.overlay.engine.source_snapshot import Snapshot, snapshot_key
 from memwatch_overlay.overlay.store.bulk_load import Staged
 from memwatch_overlay.overlay.store.compare import SetComparison
 from memwatch_overlay.overlay.store.database import FactRow, OverlayStore, ScoreUpdate
@@ -287,19 +286,21 @@ class SyncEngine:
         if own:
             connector.open()
         warned = len(connector.warnings)
-        load = None
+        load = snapshot = fast = None
         try:
             store = self.store
-            # a plain SQLite table is compared in SQL first, outside the transaction (_set_compare),
-            # or not at all when its files are as the last full sync found them (source_snapshot.py)
-            snapshot = self._snapshot(source, connector) if full else None
-            fast = self._set_compare(source, connector, snapshot) if full else None
-            # a first full read of such a table is staged in SQL, also before the transaction
-            load = self._stage_load(source, connector) if full and fast is None else None
+            fingerprint = self.fingerprint(source) if full else None
+            # (a plain SQLite table's full read, outside the transaction: None for any other source)
+            spec = _compare_spec(connector) if full else None
+            if spec is not None:
+                # compared in SQL first (_set_compare), or not at all when its files are as the
+                # last full sync found them (source_snapshot.py); a first one staged in SQL
+                snapshot = self._snapshot(source, connector, spec, fingerprint)
+                fast = self._set_compare(source, connector, spec, fingerprint, snapshot)
+                load = self._stage_load(source, connector, spec) if fast is None else None
             guard = self.guard(store, source.name) if self.guard else contextlib.nullcontext()
             with store.transaction(), guard:
                 before = store.source_row(source.name)
-                fingerprint = self.fingerprint(source) if full else None
                 # A full read with the same configuration as the last full sync compares each
                 # record with its stored fact and writes only what changed (unchanged facts keep
                 # their row, scores and schedule; the audit's rescore moves them to `as_of`).
@@ -371,7 +372,7 @@ class SyncEngine:
                                   rows_seen_delta=live_delta if not read_all or whole else None)
             store.refresh_statistics(stats.changed + stats.deleted)
             if snapshot is not None and not (fast is not None and fast.snapshot):
-                self._record_snapshot(snapshot, source.name, stats)
+                self._record_snapshot(snapshot, source_id, stats)
         finally:
             if load is not None:     # (a rollback after the load would keep its TEMP tables)
                 store.drop_staged()
@@ -479,10 +480,7 @@ class SyncEngine:
             nonlocal dropped, written
             written += len(batch)
             if bulk and dropped is None:
-                if fresh:
-                    dropped = store.drop_bulk_indexes(store.FRESH_INDEXES)
-                elif written >= BULK_MIN and written * 4 >= store.max_fact_id():
-                    dropped = store.drop_bulk_indexes()
+                dropped = self._bulk_drop(written, fresh)
             if batch:
                 store.upsert_facts(batch)
 
@@ -557,65 +555,59 @@ class SyncEngine:
             store.create_indexes(dropped)
         return touched, live_delta, replaced
 
-    def _snapshot(self, source: SourceConfig, connector: Connector) -> Snapshot | None:
-        """The source files' snapshot before a full read (overlay/engine/source_snapshot.py):
-        a plain SQLite table (compare_spec()) into an overlay (SQLite or Postgres) outside a
+    def _snapshot(self, source: SourceConfig, connector: Connector, spec, fingerprint: str | None) -> Snapshot | None:
+        """The source files' snapshot before a full read of the plain SQLite table `spec`
+        (overlay/engine/source_snapshot.py), into an overlay (SQLite or Postgres) outside a
         transaction; None otherwise or when the files are too large to hash."""
         store = self.store
-        spec_of = getattr(connector, "compare_spec", None)
-        if not SNAPSHOTS or spec_of is None or store.in_transaction():
+        if not SNAPSHOTS or store.in_transaction():
             return None
-        spec = spec_of()
-        if spec is None:
-            return None
-        recorded = store.get_meta(SNAPSHOT_KEY + source.name)
-        largest = 0 if recorded else connector.largest_rowid()
-        return Snapshot.take(source.name, spec, self.fingerprint(source), recorded, largest)
+        key = snapshot_key(source.name)
+        recorded = store.get_meta(key)
+        largest = 0 if recorded else connector.largest_rowid() or 0
+        return Snapshot.take(key, spec, fingerprint, recorded, largest)
 
-    def _record_snapshot(self, snapshot: Snapshot, source_name: str, stats: SyncStats) -> None:
+    def _record_snapshot(self, snapshot: Snapshot, source_id: int, stats: SyncStats) -> None:
         """After a full sync (committed): record its snapshot when the files did not change
         while it read them, each row read became one live fact and none is forgotten; else
         forget any recorded one."""
         store = self.store
         record = None
-        row = store.source_row(source_name)
-        if row is not None and snapshot.unchanged_since():
-            state = store.facts_state(row["id"])
+        if snapshot.unchanged_since():
+            state = store.facts_state(source_id)
             total, _, _, deleted, forgotten = state
             if not forgotten and stats.rows_read == stats.records == total - deleted:
                 record = snapshot.record_of(stats.rows_read, stats.records, state)
         store.set_meta(snapshot.key, record)
 
-    def _set_compare(self, source: SourceConfig, connector: Connector,
+    def _set_compare(self, source: SourceConfig, connector: Connector, spec, fingerprint: str | None,
                      snapshot: Snapshot | None = None) -> "_SetCompare | None":
-        """A full read of a SQLite table whose facts were made with this configuration, done
-        as a set comparison in SQL (overlay/store/compare.py): the unchanged rows' facts are
-        noted in mw_seen and never become Records; the other rows are returned by rowid for
-        the Record path. Run before the sync's transaction (no lock on the source outlives a
-        page); None when the source, the connector or the overlay does not allow it.
+        """A full read of the SQLite table `spec` whose facts were made with this configuration,
+        done as a set comparison in SQL (overlay/store/compare.py): the unchanged rows' facts
+        are noted in mw_seen and never become Records; the other rows are returned by rowid
+        for the Record path. Run before the sync's transaction (no lock on the source outlives
+        a page); None when the overlay does not allow it. Answered by `snapshot` when it
+        matches (nothing compared).
 
         The cursor a full read would leave is taken first (its mark before the rows, as
         read() takes it)."""
         store = self.store
-        spec_of = getattr(connector, "compare_spec", None)
-        if spec_of is None or not (snapshot is not None or store.can_compare_in_sql()):
+        if snapshot is None and not store.can_compare_in_sql():
             return None
         before = store.source_row(source.name)
-        if not _made_with(before, self.fingerprint(source)):
+        if not _made_with(before, fingerprint):
             return None
-        if snapshot is not None:
-            recorded = store.get_meta(snapshot.key)
-            if snapshot.matches(recorded, store.facts_state(before["id"])):
-                # the files and the facts are as the recorded full sync left them: that
-                # sync's rows are every row, each its fact unchanged (`whole`)
-                cursor = connector.full_read_cursor()
-                store.begin_unchanged()
-                found = SetComparison(recorded["rows"], recorded["records"], [], True)
-                # (SQLite tells whether another connection committed since; Postgres does not)
-                version = store.data_version() if store.dialect == "sqlite" else recorded["facts"]
-                return _SetCompare(version, cursor, found, True)
-        spec = spec_of() if store.can_compare_in_sql() else None
-        if spec is None:
+        if snapshot is not None and snapshot.matches(store.facts_state(before["id"])):
+            # the files and the facts are as the recorded full sync left them: that sync's
+            # rows are every row, each its fact unchanged (`whole`)
+            cursor = connector.full_read_cursor()
+            store.begin_unchanged()
+            recorded = snapshot.recorded
+            found = SetComparison(recorded["rows"], recorded["records"], [], True)
+            # (SQLite tells whether another connection committed since; Postgres does not)
+            version = store.data_version() if store.dialect == "sqlite" else recorded["facts"]
+            return _SetCompare(version, cursor, found, True)
+        if not store.can_compare_in_sql():
             return None
         version = store.data_version()
         cursor = connector.full_read_cursor()
@@ -633,23 +625,19 @@ class SyncEngine:
             return self.store.facts_state(before["id"]) == fast.version
         return self.store.data_version() == fast.version
 
-    def _stage_load(self, source: SourceConfig, connector: Connector) -> "_Load | None":
-        """A first full read of a plain SQLite table (the set comparison's case, compare_spec())
-        into a SQLite overlay holding no fact of the source yet: the table copied into TEMP
-        before the sync's transaction (overlay/store/bulk_load.py), for `_load_staged` to
-        insert in SQL. None when the source, the connector or the overlay does not allow it.
+    def _stage_load(self, source: SourceConfig, connector: Connector, spec) -> "_Load | None":
+        """A first full read of the plain SQLite table `spec` (the set comparison's case) into
+        a SQLite overlay holding no fact of the source yet: the table copied into TEMP before
+        the sync's transaction (overlay/store/bulk_load.py), for `_load_staged` to insert in
+        SQL. None when the table or the overlay does not allow it.
 
         The cursor a full read would leave is taken first (its mark before the rows, as
         read() takes it)."""
         store = self.store
-        spec_of = getattr(connector, "compare_spec", None)
-        if not SQL_LOAD or spec_of is None or not store.can_compare_in_sql():
+        if not SQL_LOAD or len(spec.pk) != 1 or not store.can_compare_in_sql():
             return None
         before = store.source_row(source.name)
         if before is not None and store.holds_facts(before["id"]):
-            return None
-        spec = spec_of()
-        if spec is None or len(spec.pk) != 1:
             return None
         version = store.data_version()
         cursor = connector.full_read_cursor()
@@ -673,12 +661,7 @@ class SyncEngine:
         fact_row = self._row_builder(source_id, sync_no, now, as_of)
         page_rows = self._page_builder(source_id, sync_no, now, as_of)
         facts_of = self._staged_facts(source_name, now, as_of)
-        if store.max_fact_id() == 0:
-            dropped = store.drop_bulk_indexes(store.FRESH_INDEXES)
-        elif staged.rows >= BULK_MIN and staged.rows * 4 >= store.max_fact_id():
-            dropped = store.drop_bulk_indexes()
-        else:
-            dropped = []
+        dropped = self._bulk_drop(staged.rows, store.max_fact_id() == 0) or []
         store.begin_staged_insert(source_id, load.table, f"{source_name}:{load.table}:", now, sync_no, as_of)
         record = load.record
         replaced: list[tuple[str, str, str]] = []
@@ -706,6 +689,17 @@ class SyncEngine:
         if dropped:
             store.create_indexes(dropped)
         return [], 0, replaced
+
+    def _bulk_drop(self, rows: int, fresh: bool) -> list[str] | None:
+        """The indexes a bulk load of `rows` facts drops now, as the SQL that rebuilds them:
+        FRESH_INDEXES into an overlay holding no fact yet (`fresh`), BULK_INDEXES for BULK_MIN
+        facts or more that are a quarter of the overlay; None: not (yet)."""
+        store = self.store
+        if fresh:
+            return store.drop_bulk_indexes(store.FRESH_INDEXES)
+        if rows >= BULK_MIN and rows * 4 >= store.max_fact_id():
+            return store.drop_bulk_indexes()
+        return None
 
     def _staged_facts(self, source_name: str, now: float, as_of: float) -> Callable[[list], tuple]:
         """facts_of(rows) for the staged rows (rowid, ok, text, subject, key, category,
@@ -969,6 +963,13 @@ class _Load(NamedTuple):
     staged: Staged
     record: Callable
     table: str
+
+
+def _compare_spec(connector: Connector):
+    """The connector's CompareSpec (connectors/sqlite.py: a plain SQLite table the overlay may
+    read in SQL); None for any other source."""
+    spec_of = getattr(connector, "compare_spec", None)
+    return spec_of() if spec_of is not None else None
 
 
 def _made_with(before, fingerprint: str | None) -> bool:

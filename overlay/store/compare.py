@@ -37,7 +37,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, NamedTuple
 
-from memwatch_overlay.overlay.store.sqlhelpers import RepoBase
+from memwatch_overlay.overlay.store.facts import ID_CHUNK
+from memwatch_overlay.overlay.store.sqlhelpers import RepoBase, placeholders
 
 SCHEMA = "mw_src"             # the ATTACHed source's schema name
 PAGE_ROWS = 10_000            # source rows per statement (as the connector pages a full read)
@@ -192,7 +193,7 @@ class CompareRepo(RepoBase):
             started = time.monotonic()
             upto = min(after + page_rows, last)
             n, found, largest = self.conn.execute(page, (*params, after, upto, source_id)).fetchone()
-            if found != n:
+            if found != n:     # (the page once more for its ids: cheaper than collecting on every page)
                 unmatched += [r[0] for r in self.conn.execute(differing, (*params, after, upto, source_id))]
                 if len(unmatched) > UNMATCHED_MAX:
                     return None
@@ -203,9 +204,8 @@ class CompareRepo(RepoBase):
             after = upto
             if pause is not None and after < last:
                 pause(time.monotonic() - started)
-        if not unmatched:
-            if facts == rows:
-                return SetComparison(rows, matched, [], True)
+        if not unmatched and facts == rows:
+            return SetComparison(rows, matched, [], True)
         redo = self._rows_of_facts(table, seek, key, unmatched)
         if redo and max(redo) > top:
             top = max(redo)
@@ -222,11 +222,11 @@ class CompareRepo(RepoBase):
     def _rows_of_facts(self, table: str, seek: str, key: str, fact_ids: list[int]) -> list[int]:
         """The rowids of the rows these facts' keys name (a key that names none: no rowid)."""
         redo = []
-        for i in range(0, len(fact_ids), 500):
-            chunk = fact_ids[i:i + 500]
+        for i in range(0, len(fact_ids), ID_CHUNK):
+            chunk = fact_ids[i:i + ID_CHUNK]
             redo += [r[0] for r in self.conn.execute(
                 f"SELECT s.rowid FROM main.facts f JOIN {table} s ON {seek} AND f.pk = {key} "
-                f"WHERE f.id IN ({', '.join('?' * len(chunk))})", chunk)]
+                f"WHERE f.id IN ({placeholders(len(chunk))})", chunk)]
         return redo
 
 

@@ -193,7 +193,7 @@ class FactsRepo(RepoBase):
         about to delete (call it first: `noted` and `among` as there)."""
         seen = f" AND {_not_noted(self.dialect)}" if noted else ""
         sql = f"SELECT id FROM facts WHERE source_id = ? AND seen_sync < ? AND {LIVE}{seen}"
-        return sorted(r[0] for r in self._among(sql, (source_id, sync_no), among))
+        return sorted(r[0] for cur in self._among(sql, (source_id, sync_no), among) for r in cur)
 
     def mark_unseen_deleted(self, source_id: int, sync_no: int, last_full_sync: float | None = None,
                             noted: bool = False, among: list[int] | None = None) -> int:
@@ -208,24 +208,17 @@ class FactsRepo(RepoBase):
         sql = ("UPDATE facts SET status = 'deleted', next_change = NULL, "
                "last_seen = CASE WHEN last_seen < ? THEN ? ELSE last_seen END WHERE source_id = ? "
                f"AND seen_sync < ? AND status != 'deleted'{seen}")
-        if among is None:
-            return self.conn.execute(sql, (*_sighting(last_full_sync), source_id, sync_no)).rowcount
-        n = 0
-        for i in range(0, len(among), ID_CHUNK):
-            chunk = among[i:i + ID_CHUNK]
-            n += self.conn.execute(f"{sql} AND id IN ({placeholders(len(chunk))})",
-                                   (*_sighting(last_full_sync), source_id, sync_no, *chunk)).rowcount
-        return n
+        return sum(cur.rowcount for cur in self._among(sql, (*_sighting(last_full_sync), source_id, sync_no), among))
 
-    def _among(self, sql: str, params: tuple, among: list[int] | None) -> list[tuple]:
-        """Rows of a SELECT over facts, restricted to the ids `among` when given (in chunks)."""
+    def _among(self, sql: str, params: tuple, among: list[int] | None) -> Iterator:
+        """The cursors of a statement over facts (its WHERE last in `sql`), restricted to the
+        ids `among` when given: one statement per ID_CHUNK ids."""
         if among is None:
-            return self.conn.execute(sql, params).fetchall()
-        out: list[tuple] = []
+            yield self.conn.execute(sql, params)
+            return
         for i in range(0, len(among), ID_CHUNK):
             chunk = among[i:i + ID_CHUNK]
-            out += self.conn.execute(f"{sql} AND id IN ({placeholders(len(chunk))})", (*params, *chunk)).fetchall()
-        return out
+            yield self.conn.execute(f"{sql} AND id IN ({placeholders(len(chunk))})", (*params, *chunk))
 
     # -- facts a full read saw unchanged (nothing written for them) ------------------------
     # (pk, then the columns compared with a record: UNCHANGED_COLUMNS)
