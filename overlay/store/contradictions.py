@@ -63,9 +63,12 @@ class ContradictionsRepo(RepoBase):
         With `fact_ids`, only those facts are recomputed (an incremental sync passes the
         facts it touched and their older partners: `older_partners()`).
         """
-        sql = ("UPDATE facts SET status = CASE WHEN EXISTS (SELECT 1 FROM contradictions c JOIN facts n "
-               "ON n.id = c.newer_id WHERE c.older_id = facts.id AND n.status IN ('active', 'contradicted')) "
-               "THEN 'contradicted' ELSE 'active' END WHERE status IN ('active', 'contradicted')")
+        status = ("CASE WHEN EXISTS (SELECT 1 FROM contradictions c JOIN facts n "
+                  "ON n.id = c.newer_id WHERE c.older_id = facts.id AND n.status IN ('active', 'contradicted')) "
+                  "THEN 'contradicted' ELSE 'active' END")
+        # (only rows whose status moves are written: a re-audit of an unchanged store rewrote
+        # every contradicted fact with the status it had)
+        sql = f"UPDATE facts SET status = {status} WHERE status IN ('active', 'contradicted') AND status <> {status}"
         if fact_ids is not None:
             self.conn.executemany(sql + " AND id = ?", ((i,) for i in fact_ids))
             return
