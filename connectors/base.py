@@ -171,6 +171,32 @@ class Connector(abc.ABC):
         path = self.source.resolved_path
         return [path] if path is not None else []
 
+    # -- source snapshots (overlay/engine/source_snapshot.py) -----------------------------
+    # True when a full read reads every byte of its files (a JSON document is parsed whole):
+    # hashing them always costs less than the read, at any size.
+    reads_whole_files: ClassVar[bool] = False
+
+    def snapshot_files(self) -> list[Path] | None:
+        """Every file a full read reads, when equal bytes in them mean an equal read (a SQLite
+        file's -wal and -journal are added by the digest); None when a full read also reads
+        something that cannot be hashed (a server, a folder). Opened read-only to hash."""
+        return None
+
+    def rows_bound(self) -> int:
+        """A bound on the rows a full read reads, known without reading them (0: unknown);
+        with reads_whole_files False, files larger than this many rows' worth are not hashed."""
+        return 0
+
+    def unchanged_cursor(self, cursor: dict[str, Any]) -> dict[str, Any]:
+        """The cursor a full read would leave now, given the one it left when the files held
+        the same bytes (a clock reading in it moves to now)."""
+        return dict(cursor)
+
+    def count_rows_read(self, rows: int) -> None:
+        """`rows` source rows were read for this connector elsewhere (the overlay's set
+        comparison, or a source snapshot standing for a full read)."""
+        self.rows_read += rows
+
     def keys(self) -> Iterator[dict[str, str]]:
         """The primary key of every live record, for the deletion pass.
 

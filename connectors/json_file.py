@@ -253,6 +253,7 @@ class JsonConnector(Connector):
 
     kind = "json"
     description = "JSON or JSON Lines file: records chosen by a selector, fields by dotted paths"
+    reads_whole_files = True     # a full read parses every byte
 
     def __init__(self, source: SourceConfig):
         super().__init__(source)
@@ -280,6 +281,10 @@ class JsonConnector(Connector):
 
     def close(self) -> None:
         self.path = None
+
+    def snapshot_files(self) -> list[Path] | None:
+        path = self.source.resolved_path
+        return [path] if path is not None else None
 
     def describe(self) -> list[TableInfo]:
         return describe_file(self.path or self.source.resolved_path)

@@ -620,10 +620,6 @@ class SqliteConnector(TableConnector):
         names = [*wanted, ROWID]
         return self.tuple_records(names, pks, mapping) or partial(self._dict_record, names, pks, mapping)
 
-    def count_rows_read(self, rows: int) -> None:
-        """`rows` source rows were read for this connector by the overlay's set comparison."""
-        self.rows_read += rows
-
     def pace(self, held: float) -> None:
         """After a page that held the source `held` seconds: the daemon's pause on a
         rollback-journal store (`yield_to_writer`, PACE_FACTOR); nothing otherwise."""
@@ -669,6 +665,26 @@ class SqliteConnector(TableConnector):
             return cur.fetchall()[0][0]
         finally:
             cur.close()
+
+    def snapshot_files(self) -> list[Path] | None:
+        path = self.source.resolved_path
+        return [path] if path is not None else None
+
+    def rows_bound(self) -> int:
+        """The mapped table's largest rowid (0 for a query, a view, a WITHOUT ROWID table)."""
+        if self.source.query is not None or not self.source.table:
+            return 0
+        try:
+            return self.largest_rowid() or 0
+        except (ConnectorError, sqlite3.Error):
+            return 0
+
+    def unchanged_cursor(self, cursor: dict) -> dict:
+        """The update scan a full read does is as good as done now (`scanned_at`)."""
+        cursor = dict(cursor)
+        if "scanned_at" in cursor:
+            cursor["scanned_at"] = time.time()
+        return cursor
 
     def full_read_cursor(self) -> dict:
         """The cursor read(None) would leave (the largest rowid; with a mapped updated_at, the

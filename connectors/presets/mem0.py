@@ -119,6 +119,14 @@ class Mem0History(SqliteConnector):
                 return [folder]
         return [*beside, MEM0_DEFAULT_QDRANT]
 
+    def snapshot_files(self) -> list[Path] | None:
+        """history.db and the qdrant collections it reads payloads from (a collection that
+        appears later changes the list, and with it the digest)."""
+        files = super().snapshot_files()
+        if files is None:
+            return None
+        return files + (list(self.payloads.paths) if self.payloads is not None else [])
+
     def close(self) -> None:
         if self.payloads is not None:
             self.payloads.close()

@@ -41,7 +41,8 @@ from memwatch_overlay.overlay.engine.scoring import (
     plain_scorer,
     score_fact,
 )
-from memwatch_overlay.overlay.engine.source_snapshot import Snapshot, snapshot_key
+from memwatch_overlay.overlay.engine.source_snapshot import (Snapshot, connector_mapping, plain_mapping,
+                                                              snapshot_key)
 from memwatch_overlay.overlay.store.bulk_load import Staged
 from memwatch_overlay.overlay.store.compare import SetComparison
 from memwatch_overlay.overlay.store.database import FactRow, OverlayStore, ScoreUpdate
@@ -54,7 +55,7 @@ BATCH = 2000
 # path (tests/test_sql_first_load.py runs both).
 SQL_LOAD = True
 SQL_LOAD_MIN = 10_000
-SNAPSHOTS = True    # answer an unchanged SQLite source's full read from its files' digest (source_snapshot.py)
+SNAPSHOTS = True    # answer an unchanged source's full read from its files' digest (source_snapshot.py)
 BULK_MIN = 50_000   # a full sync past this many records (and a quarter of the overlay) loads in bulk
 SQL_RESCORE_MIN = 1000   # a rescore of this many facts scores the plain ones in SQL (store.rescore_plain)
 RESCORE_CHUNK = 900   # ids per `IN (…)`: well under SQLite's bound-variable limit
@@ -292,12 +293,15 @@ class SyncEngine:
             fingerprint = self.fingerprint(source) if full else None
             # (a plain SQLite table's full read, outside the transaction: None for any other source)
             spec = _compare_spec(connector) if full else None
+            # a full read is not read at all when the source's files are as the last full
+            # sync found them (source_snapshot.py)
+            snapshot = self._snapshot(source, connector, spec, fingerprint) if full else None
             if spec is not None:
-                # compared in SQL first (_set_compare), or not at all when its files are as the
-                # last full sync found them (source_snapshot.py); a first one staged in SQL
-                snapshot = self._snapshot(source, connector, spec, fingerprint)
+                # compared in SQL first (_set_compare); a first one staged in SQL
                 fast = self._set_compare(source, connector, spec, fingerprint, snapshot)
                 load = self._stage_load(source, connector, spec) if fast is None else None
+            elif snapshot is not None:
+                fast = self._snapshot_answer(source, connector, snapshot, fingerprint)
             guard = self.guard(store, source.name) if self.guard else contextlib.nullcontext()
             with store.transaction(), guard:
                 before = store.source_row(source.name)
@@ -329,9 +333,10 @@ class SyncEngine:
                     if fast is None:
                         records = connector.read_for_compare(cursor) if compare else connector.read(cursor)
                     else:                # only the rows the comparison did not find unchanged
-                        records = connector.records_at(found.redo)
+                        records = connector.records_at(found.redo) if found.redo else ()
                         connector.count_rows_read(found.rows)
                         connector.cursor = fast.cursor
+                        connector.warnings.extend(fast.warnings)
                         stats.records = found.matched
                     touched, live_delta, replaced = self._ingest(
                         records, source_id, sync_no, now, as_of, stats,
@@ -364,15 +369,16 @@ class SyncEngine:
                 stats.rows_read = connector.rows_read - rows_before
                 if whole:
                     # every non-deleted fact was matched active and nothing was written: the live
-                    # count is the match count (no recount of the source's facts)
-                    live_delta = found.matched - before["rows_seen"]
+                    # count is the match count, or the snapshot's (no recount of the source's facts)
+                    live_delta = (found.matched if fast.live is None else fast.live) - before["rows_seen"]
                 store.finish_sync(source_id, sync_no, connector.cursor, stats.rows_read,
                                   stats.changed + stats.deleted, now, full=full,
                                   config_hash=fingerprint,
                                   rows_seen_delta=live_delta if not read_all or whole else None)
             store.refresh_statistics(stats.changed + stats.deleted)
             if snapshot is not None and not (fast is not None and fast.snapshot):
-                self._record_snapshot(snapshot, source_id, stats)
+                self._record_snapshot(snapshot, source_id, stats, None if spec is not None else connector,
+                                      connector.warnings[warned:])
         finally:
             if load is not None:     # (a rollback after the load would keep its TEMP tables)
                 store.drop_staged()
@@ -556,29 +562,73 @@ class SyncEngine:
         return touched, live_delta, replaced
 
     def _snapshot(self, source: SourceConfig, connector: Connector, spec, fingerprint: str | None) -> Snapshot | None:
-        """The source files' snapshot before a full read of the plain SQLite table `spec`
-        (overlay/engine/source_snapshot.py), into an overlay (SQLite or Postgres) outside a
-        transaction; None otherwise or when the files are too large to hash."""
+        """The source files' snapshot before a full read (overlay/engine/source_snapshot.py)
+        of the plain SQLite table `spec`, or (spec None) of whatever the connector reads from
+        files, into an overlay (SQLite or Postgres) outside a transaction; None otherwise or
+        when the files are too large to hash."""
         store = self.store
         if not SNAPSHOTS or store.in_transaction():
             return None
+        paths = [spec.path] if spec is not None else connector.snapshot_files()
+        if not paths:
+            return None
         key = snapshot_key(source.name)
         recorded = store.get_meta(key)
-        largest = 0 if recorded else connector.largest_rowid() or 0
-        return Snapshot.take(key, spec, fingerprint, recorded, largest)
+        any_size = spec is None and connector.reads_whole_files
+        if spec is not None:
+            mapping = plain_mapping(spec, fingerprint)
+            bound = 0 if recorded else connector.largest_rowid() or 0
+        else:
+            mapping = connector_mapping(connector, paths, fingerprint)
+            bound = 0 if recorded or any_size else connector.rows_bound()
+        return Snapshot.take(key, paths, mapping, recorded, bound, any_size)
 
-    def _record_snapshot(self, snapshot: Snapshot, source_id: int, stats: SyncStats) -> None:
+    def _record_snapshot(self, snapshot: Snapshot, source_id: int, stats: SyncStats,
+                         connector: Connector | None = None, warnings: list[str] = ()) -> None:
         """After a full sync (committed): record its snapshot when the files did not change
-        while it read them, each row read became one live fact and none is forgotten; else
-        forget any recorded one."""
+        while it read them, the records read are the live facts (for a plain table, each
+        row read became one) and none is forgotten; else forget any recorded one.
+        `connector`: not a plain table's (its cursor and `warnings` are recorded: the answer
+        gives them again)."""
         store = self.store
         record = None
         if snapshot.unchanged_since():
             state = store.facts_state(source_id)
             total, _, _, deleted, forgotten = state
-            if not forgotten and stats.rows_read == stats.records == total - deleted:
-                record = snapshot.record_of(stats.rows_read, stats.records, state)
+            if connector is None:     # a plain table: each row read became one live fact
+                one_each = stats.rows_read == stats.records == total - deleted
+            else:                     # every live fact is a record's (a record may make a deleted one)
+                one_each = total - deleted <= stats.records <= total
+            if not forgotten and one_each:
+                record = snapshot.record_of(stats.rows_read, stats.records, state,
+                                            None if connector is None else connector.cursor or {}, warnings)
         store.set_meta(snapshot.key, record)
+
+    def _snapshot_answer(self, source: SourceConfig, connector: Connector, snapshot: Snapshot,
+                         fingerprint: str | None) -> "_SetCompare | None":
+        """A full read of a preset or JSON source answered by its recorded snapshot when the
+        files and the facts are as that sync left them (its records, cursor and warnings);
+        None: read it."""
+        store = self.store
+        before = store.source_row(source.name)
+        recorded = snapshot.recorded
+        if (not _made_with(before, fingerprint) or recorded is None or "cursor" not in recorded
+                or not snapshot.matches(store.facts_state(before["id"]))):
+            return None
+        return self._answered(snapshot, connector.unchanged_cursor(recorded["cursor"]),
+                              tuple(recorded.get("warnings") or ()))
+
+    def _answered(self, snapshot: Snapshot, cursor: dict, warnings: tuple[str, ...] = ()) -> "_SetCompare":
+        """The full read a matching snapshot stands for: the recorded sync's rows are every
+        row, each its fact unchanged (`whole`)."""
+        store = self.store
+        store.begin_unchanged()
+        recorded = snapshot.recorded
+        found = SetComparison(recorded["rows"], recorded["records"], [], True)
+        # (SQLite tells whether another connection committed since; Postgres does not)
+        version = store.data_version() if store.dialect == "sqlite" else recorded["facts"]
+        total, _, _, deleted, _ = recorded["facts"]
+        return _SetCompare(version, cursor, found, True, warnings, total - deleted)
 
     def _set_compare(self, source: SourceConfig, connector: Connector, spec, fingerprint: str | None,
                      snapshot: Snapshot | None = None) -> "_SetCompare | None":
@@ -598,15 +648,8 @@ class SyncEngine:
         if not _made_with(before, fingerprint):
             return None
         if snapshot is not None and snapshot.matches(store.facts_state(before["id"])):
-            # the files and the facts are as the recorded full sync left them: that sync's
-            # rows are every row, each its fact unchanged (`whole`)
-            cursor = connector.full_read_cursor()
-            store.begin_unchanged()
-            recorded = snapshot.recorded
-            found = SetComparison(recorded["rows"], recorded["records"], [], True)
-            # (SQLite tells whether another connection committed since; Postgres does not)
-            version = store.data_version() if store.dialect == "sqlite" else recorded["facts"]
-            return _SetCompare(version, cursor, found, True)
+            # the files and the facts are as the recorded full sync left them
+            return self._answered(snapshot, connector.full_read_cursor())
         if not store.can_compare_in_sql():
             return None
         version = store.data_version()
@@ -951,6 +994,8 @@ class _SetCompare(NamedTuple):
     cursor: dict
     found: SetComparison
     snapshot: bool = False     # answered by the recorded snapshot (nothing compared)
+    warnings: tuple[str, ...] = ()   # the recorded read's warnings, given again
+    live: int | None = None          # the source's live facts, when not `found.matched` (a snapshot's)
 
 
 class _Load(NamedTuple):

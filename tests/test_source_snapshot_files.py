@@ -1,0 +1,203 @@
+"""Source snapshots beyond the plain SQLite table: a preset's store (LangGraph, mem0 with its
+qdrant collections, CrewAI, memlife, OpenAI Agents sessions) or a JSON/JSONL file whose
+files are byte for byte what the last full sync read, into facts nothing changed since, is
+answered from the recorded snapshot (overlay/engine/source_snapshot.py): no Record made,
+nothing written, the same overlay, stats, warnings and report as reading it gives, and the
+cursor that read left (an incremental read after it reads only what is new). A change to any
+file the read reads (the qdrant collection beside mem0's history.db too) voids it; a source
+that reads a folder (LanceDB) records none.
+
+Records are counted where the sync takes them (SyncEngine._ingest), writes by triggers on
+`facts`.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from memwatch_overlay.overlay.engine import sync as sync_module
+from memwatch_overlay.overlay.engine.audit import audit
+from memwatch_overlay.overlay.store.database import OverlayStore
+from memwatch_overlay.rules.config import parse_config
+
+from fixture_stores import AGENT_STORES, FIXTURES
+from test_source_snapshot import stats_of
+from test_sync_unchanged import count_writes, facts, writes
+
+AS_OF = 1_796_000_000.0     # 2026-11-29, the fixtures' reference time
+
+
+@pytest.fixture
+def records(monkeypatch):
+    """Records the sync took from the connector, per sync (a list of counts)."""
+    taken: list[int] = []
+    real = sync_module.SyncEngine._ingest
+
+    def _ingest(self, records, *args, **kwargs):
+        seen = list(records)
+        taken.append(len(seen))
+        return real(self, iter(seen), *args, **kwargs)
+
+    monkeypatch.setattr(sync_module.SyncEngine, "_ingest", _ingest)
+    return taken
+
+
+def run(target: Path, overlay: Path, cfg=None, as_of: float = AS_OF):
+    """A zero-config audit (cfg None) of `target` into `overlay`: summary and the one source's stats."""
+    result = audit(str(target), cfg, as_of=as_of, overlay_path=str(overlay))
+    try:
+        return dict(result.summary), result.stats[0]
+    finally:
+        result.close()
+
+
+def without_contradictions(stats) -> dict:
+    return {k: v for k, v in stats_of(stats).items() if k != "contradictions"}
+
+
+def snapshots(overlay: Path) -> list[dict]:
+    with OverlayStore(str(overlay)) as ov:
+        keys = [r[0] for r in ov.conn.execute("SELECT key FROM meta WHERE key LIKE 'snapshot:%'")]
+        return [ov.get_meta(k) for k in keys]
+
+
+def source_state(overlay: Path) -> tuple:
+    """The source's row: syncs, cursor (without its clock), rows read, live facts counted."""
+    conn = sqlite3.connect(overlay)
+    try:
+        count, text, rows_read, live = conn.execute(
+            "SELECT sync_count, cursor_json, rows_read_last_sync, rows_seen FROM sources").fetchone()
+    finally:
+        conn.close()
+    cursor = json.loads(text or "{}")
+    cursor.pop("scanned_at", None)          # the clock at the read
+    return count, cursor, rows_read, live
+
+
+STORES = [(name, store) for name, fx in sorted(FIXTURES.items()) for store in fx.stores]
+
+
+@pytest.mark.parametrize("name,store", STORES, ids=[f"{n}:{s}" for n, s in STORES])
+def test_a_fixture_store_reaudit_is_answered_with_what_reading_it_gives(tmp_path, records, monkeypatch,
+                                                                        name, store):
+    """Every fixture store, zero-config, detection on (its planted contradictions stored)."""
+    folder = tmp_path / name
+    shutil.copytree(FIXTURES[name].folder, folder)
+    target, overlay, compared = folder / store, tmp_path / "overlay.db", tmp_path / "read-again.db"
+    first, first_stats = run(target, overlay)
+    assert records[0] > 0
+    (snap,) = snapshots(overlay)
+    assert snap["records"] == first_stats.records and "cursor" in snap
+    shutil.copy(overlay, compared)
+    count_writes(overlay)
+    summary, stats = run(target, overlay)
+    assert records[1] == 0                       # no Record: nothing was read
+    assert writes(overlay) == []
+    monkeypatch.setattr(sync_module, "SNAPSHOTS", False)
+    summary2, stats2 = run(target, compared)
+    assert records[2] == records[0]              # read again, every record
+    assert summary == summary2 == first
+    # (a read stores again the replacements a store declares itself, mem0's UPDATE events,
+    # memlife's superseded_by: the same edges; the answer stores none)
+    assert stats.contradictions == 0
+    assert without_contradictions(stats) == without_contradictions(stats2) and stats.warnings == stats2.warnings
+    assert facts(overlay) == facts(compared)
+    assert source_state(overlay) == source_state(compared)
+
+
+def test_a_changed_qdrant_collection_beside_mem0_history_voids_it(tmp_path, records):
+    """mem0's facts take their user from the qdrant payloads: the collection's file is part of
+    the snapshot, so a payload changed with history.db untouched is read."""
+    folder = tmp_path / "mem0"
+    shutil.copytree(FIXTURES["mem0"].folder, folder)
+    target, overlay = folder / "history.db", tmp_path / "overlay.db"
+    run(target, overlay)
+    run(target, overlay)
+    assert records[1] == 0
+    (storage,) = folder.glob("qdrant/collection/*/storage.sqlite")
+    conn = sqlite3.connect(storage)
+    conn.execute("CREATE TABLE touched (x)")         # any commit to the collection's file
+    conn.commit()
+    conn.close()
+    run(target, overlay)
+    assert records[2] == records[0]
+
+
+def jsonl(path: Path, n: int, extra: str = "") -> None:
+    with open(path, "w") as f:
+        for i in range(n):
+            f.write(json.dumps({"id": f"m{i}", "user_id": f"u{i % 3}", "memory": f"Likes dish number {i}",
+                                "created_at": "2026-06-01T10:00:00"}) + "\n")
+        f.write(extra)
+
+
+def json_config(target: Path, **top):
+    return parse_config({"detector": {"enabled": False}, **top, "sources": [{
+        "name": "bot", "connector": "json", "path": str(target), "id": "id", "text": "memory",
+        "subject": "user_id", "created_at": "created_at"}]})
+
+
+def test_a_jsonl_file_appended_to_is_read_and_the_cursor_serves_an_incremental_read(tmp_path, records):
+    target, overlay = tmp_path / "memories.jsonl", tmp_path / "overlay.db"
+    jsonl(target, 40)
+    cfg = json_config(target)
+    run(target, overlay, cfg)
+    _, stats = run(target, overlay, cfg)
+    assert records == [40, 0] and stats.records == 40
+    # the cursor the answered read left is the read's: an incremental read (the daemon's)
+    # after an append reads the new line only
+    with open(target, "a") as f:
+        f.write(json.dumps({"id": "m40", "user_id": "u1", "memory": "Moved to Lisbon",
+                            "created_at": "2026-07-01T10:00:00"}) + "\n")
+    with OverlayStore(str(overlay)) as store:
+        stats = sync_module.SyncEngine(store, cfg).sync(cfg.sources[0], as_of=AS_OF, full=False)
+    assert records[-1] == 1 and stats.rows_read == 1
+    # a full re-audit of the grown file reads it (the digest moved) and records again
+    _, stats = run(target, overlay, cfg)
+    assert records[-1] == 41 and stats.records == 41
+    run(target, overlay, cfg)
+    assert records[-1] == 0
+
+
+def test_the_read_s_warnings_are_given_again(tmp_path, records):
+    target, overlay = tmp_path / "memories.jsonl", tmp_path / "overlay.db"
+    jsonl(target, 10, extra='{"id": "broken", "memory": \n' + json.dumps({"id": "m10", "memory": "ok"}) + "\n")
+    _, first = run(target, overlay)
+    assert first.warnings and any(":11:" in w for w in first.warnings)
+    _, again = run(target, overlay)
+    assert records[1] == 0 and again.warnings == first.warnings
+
+
+def test_another_configuration_reads_the_file_again(tmp_path, records):
+    target, overlay = tmp_path / "memories.jsonl", tmp_path / "overlay.db"
+    jsonl(target, 20)
+    run(target, overlay, json_config(target))
+    run(target, overlay, json_config(target, scoring={"fresh": 0.85}))
+    run(target, overlay, json_config(target, scoring={"fresh": 0.85}))
+    assert records == [20, 20, 0]
+
+
+def test_a_lancedb_folder_is_read_every_time(tmp_path, records):
+    """A LanceDB table is a folder of fragments and versions: no files to hash, no snapshot."""
+    folder = tmp_path / "crewai-lancedb"
+    shutil.copytree(AGENT_STORES / "crewai-lancedb", folder)
+    overlay = tmp_path / "overlay.db"
+    run(folder, overlay)
+    run(folder, overlay)
+    assert records[0] > 0 and records[1] == records[0] and snapshots(overlay) == []
+
+
+def test_a_file_whose_records_share_a_key_records_no_snapshot(tmp_path, records):
+    """Two records, one fact: re-reading rewrites it with each in turn (a change each time),
+    which an answer would not: such a file is read every time."""
+    target, overlay = tmp_path / "memories.jsonl", tmp_path / "overlay.db"
+    jsonl(target, 5, extra=json.dumps({"id": "m1", "user_id": "u1", "memory": "Likes another dish",
+                                       "created_at": "2026-06-01T10:00:00"}) + "\n")
+    cfg = json_config(target)
+    run(target, overlay, cfg)
+    run(target, overlay, cfg)
+    assert records == [6, 6] and snapshots(overlay) == []
