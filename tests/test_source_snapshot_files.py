@@ -98,8 +98,10 @@ def test_a_fixture_store_reaudit_is_answered_with_what_reading_it_gives(tmp_path
     assert records[1] == 0                       # no Record: nothing was read
     assert writes(overlay) == []
     monkeypatch.setattr(sync_module, "SNAPSHOTS", False)
+    count_writes(compared)
     summary2, stats2 = run(target, compared)
     assert records[2] == records[0]              # read again, every record
+    assert writes(compared) == []                # ... and nothing written (contradicted facts neither)
     assert summary == summary2 == first
     # (a read stores again the replacements a store declares itself, mem0's UPDATE events,
     # memlife's superseded_by: the same edges; the answer stores none)
