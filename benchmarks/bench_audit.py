@@ -3,7 +3,7 @@
     python benchmarks/bench_audit.py [--sizes 10000,100000,1000000] [--one-user 10000] [--repeat 3]
         [--large-repeat 1] [--pg-dsn postgresql://postgres@127.0.0.1:5432/postgres | --no-pg]
         [--pg-sizes 10000,100000] [--pg-overlay-sizes 10000,100000]
-        [--check 1000:100000] [--memlife 1000] [--json]
+        [--check 1000:100000] [--framework 100000] [--memlife 1000] [--json]
 
 Every measurement runs in its own subprocess, so its peak RSS (ru_maxrss) is its own, and
 every ratio compares figures measured in this run. Times are medians of --repeat runs
@@ -32,6 +32,13 @@ time does. Sections:
             detection off; detection on up to --detect-max);
   check     N new facts (for existing users, many changing a value) synced incrementally with
             detection into an overlay that already holds M facts;
+  framework a LangGraph SqliteStore-shaped store (table `store`: prefix, key, value JSON) and a
+            JSONL memory file of --framework N memories each, audited zero-config by the
+            console script (detection off): the first audit, a re-audit of the unchanged store
+            (answered by its source snapshot: the files hashed, nothing read) and a re-audit
+            after the bot changed one memory (every record read and compared), each against a
+            raw read of the same data (sqlite3 scan of the store's columns; for JSONL, reading
+            and json-parsing every line);
   memlife   the memlife package itself: store_fact() of N facts and its run_gc() pass, beside
             memwatch auditing that store (ingest) and rescoring it a month later plus its gc
             (decay/GC pass). memlife's store_fact is O(store) per call, hence a small N.
@@ -115,6 +122,24 @@ if p.returncode not in (0, 1):
     sys.exit(p.stderr.decode())
 usage = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(s, usage.ru_maxrss, 0, usage.ru_utime + usage.ru_stime)
+"""
+
+# argv: store ; the raw read of a LangGraph store's columns
+RAW_LANGGRAPH = """
+import sqlite3, sys, time, resource
+t, cpu = time.perf_counter(), time.process_time()
+conn = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
+n = sum(1 for _ in conn.execute("SELECT prefix, key, value, created_at, updated_at, expires_at FROM store"))
+print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, n, time.process_time() - cpu)
+"""
+
+# argv: file ; the raw read of a JSONL file: every line parsed
+RAW_JSONL = """
+import json, sys, time, resource
+t, cpu = time.perf_counter(), time.process_time()
+with open(sys.argv[1], "rb") as f:
+    n = sum(1 for line in f if json.loads(line))
+print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, n, time.process_time() - cpu)
 """
 
 # argv: overlay ; SQLite's own JSON of the report's facts (json_object per row, the same
@@ -520,6 +545,63 @@ def bench_check(tmp: Path, new: int, existing: int, repeat: int, out: list[dict]
               f"the first audit of the {existing:,} took {first:.1f}s", flush=True)
 
 
+def build_framework_stores(tmp: Path, n: int) -> tuple[Path, Path]:
+    """A LangGraph SqliteStore-shaped file (LangGraph's own table) and a JSONL memory file,
+    `n` memories each (the agent table's values and times)."""
+    lg, jl = tmp / f"langgraph_{n}.sqlite", tmp / f"memories_{n}.jsonl"
+    conn = sqlite3.connect(lg)
+    conn.execute("CREATE TABLE store (prefix TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, "
+                 "created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, "
+                 "expires_at TIMESTAMP, ttl_minutes REAL, PRIMARY KEY (prefix, key))")
+    conn.executemany("INSERT INTO store (prefix, key, value, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
+                     ((f"{user}.memories", f"m{i}", json.dumps({"memory": value}), at, at)
+                      for i, (user, _, value, at) in enumerate(agent_rows(n))))
+    conn.commit()
+    conn.close()
+    with open(jl, "w") as f:
+        for i, (user, _, value, at) in enumerate(agent_rows(n)):
+            f.write(json.dumps({"id": f"m{i}", "user_id": user, "memory": value, "created_at": at}) + "\n")
+    return lg, jl
+
+
+def change_one(store: Path, i: int) -> None:
+    """The bot changes one memory of a framework store (a new text of the same length)."""
+    if store.suffix == ".jsonl":
+        lines = store.read_text().splitlines(keepends=True)
+        lines[i] = lines[i].replace("memory\": \"", "memory\": \"*", 1)
+        store.write_text("".join(lines))
+        return
+    conn = sqlite3.connect(store)
+    conn.execute("UPDATE store SET value = json_set(value, '$.memory', '*' || json_extract(value, '$.memory')) "
+                 "WHERE key = ?", (f"m{i}",))
+    conn.commit()
+    conn.close()
+
+
+def bench_framework(tmp: Path, n: int, repeat: int, out: list[dict]) -> None:
+    off = no_detector_config(tmp)
+    print(f"framework stores ({n:,} memories; console script, zero-config, detection off; CPU seconds)")
+    lg, jl = build_framework_stores(tmp, n)
+    for name, store, raw_script in (("langgraph", lg, RAW_LANGGRAPH), ("jsonl", jl, RAW_JSONL)):
+        raw = median_of([measure(raw_script, store) for _ in range(repeat)], 3)
+        first, again, changed = [], [], []
+        for i in range(repeat):
+            overlay = tmp / f"overlay_{name}_{i}.db"
+            command = ["audit", store, "--overlay", overlay, "--as-of", AS_OF, "--config", off]
+            first.append(measure(CLI, *command))      # (which records the files' snapshot)
+            again.append(measure(CLI, *command))
+            change_one(store, i)
+            changed.append(measure(CLI, *command))
+        row = {"framework": name, "memories": n, "raw_cpu_s": round(raw, 3),
+               "first_cpu_s": round(median_of(first, 3), 3), "reaudit_cpu_s": round(median_of(again, 3), 3),
+               "one_changed_cpu_s": round(median_of(changed, 3), 3)}
+        out.append(row)
+        print(f"  {name:<9} raw {raw:.3f}  first audit {row['first_cpu_s']:.3f} ({row['first_cpu_s'] / raw:.1f}x)"
+              f"  re-audit unchanged {row['reaudit_cpu_s']:.3f} ({row['reaudit_cpu_s'] / raw:.1f}x)"
+              f"  after one memory changed {row['one_changed_cpu_s']:.3f} ({row['one_changed_cpu_s'] / raw:.1f}x)",
+              flush=True)
+
+
 def bench_memlife(tmp: Path, n: int, repeat: int, out: list[dict]) -> None:
     print(f"memlife peer ({n:,} facts; memlife's store_fact is O(store) per call)")
     ingest_ml, gc_ml, ingest_mw, decay_mw = [], [], [], []
@@ -560,6 +642,8 @@ def main() -> None:
     ap.add_argument("--pg-overlay-sizes", default="10000,100000",
                     help="sizes audited into a Postgres overlay (empty: skip)")
     ap.add_argument("--check", default="1000:100000", help="NEW:EXISTING, or 0 to skip")
+    ap.add_argument("--framework", type=int, default=100000,
+                    help="memories of the LangGraph-shaped and JSONL stores, 0 to skip")
     ap.add_argument("--memlife", type=int, default=1000, help="facts for the memlife peer, 0 to skip")
     ap.add_argument("--json", action="store_true", help="print machine-readable results")
     args = ap.parse_args()
@@ -581,6 +665,8 @@ def main() -> None:
         if args.check != "0":
             new, existing = (int(x) for x in args.check.split(":"))
             bench_check(tmp, new, existing, args.repeat, results)
+        if args.framework:
+            bench_framework(tmp, args.framework, args.repeat, results)
         if args.memlife:
             bench_memlife(tmp, args.memlife, args.repeat, results)
     if args.json:
