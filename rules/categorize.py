@@ -84,6 +84,7 @@ class Categorizer:
         self._text_regexes = RegexSet([self._compiled[i].text for i in self._text_rule_index],
                                       accelerate=accelerate)
         self._candidates: dict[tuple[str | None, int], Candidates] = {}
+        self._key_gates: dict[str | None, tuple[int, re.Pattern | None]] = {}
         self._key_hits = lru_cache(maxsize=KEY_CACHE_SIZE)(self._key_decision)
 
     @property
@@ -92,14 +93,40 @@ class Categorizer:
         return self._text_regexes.accelerated
 
     def _first_key_rule(self, source: str | None, key: str | None) -> int:
-        """Index of the first rule whose globs match `key` (len(rules) when none)."""
+        """Index of the first rule whose globs match `key` (len(rules) when none).
+
+        A key that no rule's globs match (an item id, a uuid: a new key per row, which the
+        key cache never sees twice) is told by one match of all the globs together
+        (`_key_gate`); only a key that some glob matches is tried rule by rule."""
         lowered = key.lower() if key else None
+        gate = self._key_gates.get(source)
+        if gate is None:
+            gate = self._key_gates[source] = self._key_gate(source)
+        stop, any_glob = gate
+        if not lowered or any_glob is None or not any_glob.match(lowered):
+            return stop
         for i, rule in enumerate(self._compiled):
             if rule.source is not None and rule.source != source:
                 continue
-            if rule.catch_all or (lowered and rule.key is not None and rule.key.match(lowered)):
+            if rule.catch_all or (rule.key is not None and rule.key.match(lowered)):
                 return i
         return len(self._compiled)
+
+    def _key_gate(self, source: str | None) -> tuple[int, re.Pattern | None]:
+        """For keys of `source`: the first rule that takes any key (a catch-all; len(rules)
+        when none), and one pattern of the globs of the rules before it (None: no globs)."""
+        globs = []
+        for i, rule in enumerate(self._compiled):
+            if rule.source is not None and rule.source != source:
+                continue
+            if rule.catch_all:
+                break
+            if rule.key is not None:
+                globs.append(rule.key.pattern)
+        else:
+            i = len(self._compiled)
+        # (fnmatch.translate gives each glob `(?s:…)\Z`, group names unique per process)
+        return i, re.compile("|".join(f"(?:{g})" for g in globs)) if globs else None
 
     def _key_decision(self, source: str | None, key: str | None) -> tuple[int, Candidates]:
         """The first key-matching rule, and the text regexes of the rules before it that
