@@ -260,6 +260,7 @@ class JsonConnector(Connector):
         self.path: Path | None = None
         self.format: str | None = None
         self._fields: dict[str, RecordPath] = {}
+        self._time_fields: list[str] = []       # the TIME_FIELDS mapped in _fields
         self._ids: list[RecordPath] = []
         self._selector: list | None = None
 
@@ -302,6 +303,7 @@ class JsonConnector(Connector):
         if not self.source.text:
             raise ConnectorError(f"source {name!r}: `text` (the path of the memory's text) is not mapped")
         self._fields = {k: parse(k, getattr(self.source, k)) for k in MAPPING_KEYS if getattr(self.source, k)}
+        self._time_fields = [k for k in TIME_FIELDS if k in self._fields]
         ids = [self.source.id] if isinstance(self.source.id, str) else self.source.id
         self._ids = [parse("id", spec) for spec in ids]
         records = self.source.records
@@ -463,7 +465,9 @@ class JsonConnector(Connector):
 
     def to_record(self, doc: Document, value: Any, trail: tuple) -> Record | None:
         chain = chain_of(doc.value, trail)
-        text = self.field("text", chain)
+        fields = self._fields         # (only the mapped fields are resolved: the rest are None)
+        rp = fields.get("text")
+        text = None if rp is None else resolve_record_path(rp, chain)
         if isinstance(text, (dict, list)):
             text = json.dumps(text, ensure_ascii=False, sort_keys=True)
         if text is None or isinstance(text, bool) or not str(text).strip():
@@ -471,14 +475,13 @@ class JsonConnector(Connector):
         pk = self.pk_of(doc, trail, chain)
         if pk is None:
             return None
-        times = {}
-        for key in TIME_FIELDS:
-            raw = self.field(key, chain)
+        times = dict.fromkeys(TIME_FIELDS)
+        for key in self._time_fields:
+            raw = resolve_record_path(fields[key], chain)
             try:
                 times[key] = parse_timestamp(raw)
             except ValueError:
                 self.warn(f"{self._where(doc, trail)}: {key} {raw!r} is not a timestamp; ignored")
-                times[key] = None
         count = self.field("access_count", chain)
         try:
             count = int(count or 0)

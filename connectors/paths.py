@@ -60,11 +60,26 @@ def maybe_json(value: Any) -> Any:
     return value
 
 
-def get_path(value: Any, parts: list[str | int]) -> Any:
-    """The single value at `parts` (the first one for `*`), or None when absent."""
-    for found in iter_path(value, parts):
-        return found
-    return None
+def get_path(value: Any, parts: list[str | int] | tuple[str | int, ...]) -> Any:
+    """The single value at `parts` (the first one for `*`), or None when absent.
+
+    Without `*` a path names one place: it is walked step by step (iter_path's steps: JSON
+    text parsed at each container, an index into a list, a name into an object) without
+    iter_path's generators, which were most of a JSON record's cost (every mapped field of
+    every record goes through here)."""
+    if "*" in parts:
+        for found in iter_path(value, list(parts)):
+            return found
+        return None
+    for head in parts:
+        value = maybe_json(value)
+        if isinstance(head, int):
+            if not (isinstance(value, list) and -len(value) <= head < len(value)):
+                return None
+        elif not (isinstance(value, dict) and head in value):
+            return None
+        value = value[head]
+    return value
 
 
 def iter_path(value: Any, parts: list[str | int]) -> Iterator[Any]:
@@ -216,4 +231,4 @@ def resolve_record_path(path: RecordPath, chain: list[tuple[Any, Any]]) -> Any:
         value, name = found
     if path.own_key:
         return name
-    return get_path(value, list(path.parts)) if path.parts else maybe_json(value)
+    return get_path(value, path.parts) if path.parts else maybe_json(value)

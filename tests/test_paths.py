@@ -1,8 +1,13 @@
 """Dotted paths and record-relative paths (the syntax docs/json-sources.md documents)."""
+import json
+import random
+
 import pytest
 
 from memwatch_overlay.connectors.paths import (
     chain_of,
+    get_path,
+    iter_path,
     iter_path_with_trail,
     parse_path,
     parse_record_path,
@@ -78,3 +83,28 @@ def test_json_text_inside_values_is_followed():
 def test_record_path_rejects(spec):
     with pytest.raises(ValueError):
         parse_record_path(spec)
+
+
+def _random_value(rnd, depth: int):
+    """A JSON value: objects, lists, scalars, and JSON held as text (followed like containers)."""
+    kind = rnd.random()
+    if depth > 3 or kind < 0.3:
+        return rnd.choice([None, 0, 7, "x", "", True, "[1, 2]", '{"a": {"b": 3}}'])
+    if kind < 0.6:
+        return [_random_value(rnd, depth + 1) for _ in range(rnd.randrange(0, 4))]
+    value = {k: _random_value(rnd, depth + 1) for k in rnd.sample(["a", "b", "c", "0"], rnd.randrange(0, 4))}
+    return json.dumps(value) if rnd.random() < 0.15 else value
+
+
+def test_get_path_is_the_first_value_iter_path_finds():
+    """get_path walks a path without `*` itself: the same answer as iter_path's first value,
+    for names, indexes (negative too, out of range), JSON text and `*` paths alike."""
+    rnd = random.Random(11)
+    steps = ["a", "b", "c", "0", 0, 1, -1, 5, "*"]
+    for _ in range(3000):
+        doc = _random_value(rnd, 0)
+        for _ in range(5):
+            parts = [rnd.choice(steps) for _ in range(rnd.randrange(1, 4))]
+            expected = next(iter_path(doc, parts), None)
+            assert get_path(doc, parts) == expected, (doc, parts)
+            assert get_path(doc, tuple(parts)) == expected, (doc, parts)
