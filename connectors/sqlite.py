@@ -680,7 +680,9 @@ class SqliteConnector(TableConnector):
             return 0
 
     def unchanged_cursor(self, cursor: dict) -> dict:
-        """The update scan a full read does is as good as done now (`scanned_at`)."""
+        """The update scan a full read does is as good as done now (`scanned_at`; nothing
+        deferred, as after a full read)."""
+        self.deferred_until = None
         cursor = dict(cursor)
         if "scanned_at" in cursor:
             cursor["scanned_at"] = time.time()

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from memwatch_overlay.connectors.registry import make_connector
 from memwatch_overlay.overlay.engine import sync as sync_module
 from memwatch_overlay.overlay.engine.audit import audit
 from memwatch_overlay.overlay.store.database import OverlayStore
@@ -203,3 +204,39 @@ def test_a_file_whose_records_share_a_key_records_no_snapshot(tmp_path, records)
     run(target, overlay, cfg)
     run(target, overlay, cfg)
     assert records == [6, 6] and snapshots(overlay) == []
+
+
+@pytest.mark.langgraph
+def test_a_langgraph_put_after_an_answered_full_sync_is_read_by_the_next_incremental_one(tmp_path, records):
+    """As the daemon runs it: one connector kept open, a periodic full sync answered by the
+    snapshot, then LangGraph's own put(): the next incremental sync reads that item alone, and
+    the next full sync (the files moved) reads everything and records again."""
+    from langgraph.store.sqlite import SqliteStore
+
+    target, overlay = tmp_path / "langgraph_store.sqlite", tmp_path / "overlay.db"
+    shutil.copy(FIXTURES["langgraph"].folder / "langgraph_store.sqlite", target)
+    cfg = parse_config({"detector": {"enabled": False},
+                        "sources": [{"name": "bot", "connector": "sqlite", "preset": "langgraph",
+                                     "path": str(target)}]})
+    source = cfg.sources[0]
+    connector = make_connector(source)
+    connector.open()
+    try:
+        with OverlayStore(str(overlay)) as store:
+            engine = sync_module.SyncEngine(store, cfg)
+            first = engine.sync(source, as_of=AS_OF, connector=connector)
+            again = engine.sync(source, as_of=AS_OF, connector=connector)
+            assert records[1] == 0 and again.records == first.records > 0
+            conn = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
+            SqliteStore(conn).put(("memories", "u_new"), "moved", {"memory": "Moved to Lisbon last week"})
+            conn.close()
+            step = engine.sync(source, as_of=AS_OF, full=False, connector=connector)
+            assert records[2] == 1 and step.changed == 1
+            full = engine.sync(source, as_of=AS_OF, connector=connector)
+            assert records[3] == first.records + 1 and full.changed == 0
+            assert engine.sync(source, as_of=AS_OF, connector=connector).records == first.records + 1
+            assert records[4] == 0
+            texts = [r[0] for r in store.conn.execute("SELECT text FROM facts WHERE text LIKE 'Moved to Lisbon%'")]
+            assert texts == ["Moved to Lisbon last week"]
+    finally:
+        connector.close()
