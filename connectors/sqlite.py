@@ -35,6 +35,7 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple
 from sqlglot import exp
 
 from memwatch_overlay.core.errors import ConnectorError
+from memwatch_overlay.core.sqlite_files import special_sidecar
 from memwatch_overlay.rules.config import SourceConfig
 from memwatch_overlay.connectors import sqlguard
 from memwatch_overlay.connectors.base import Record, TableInfo, require_readable_file
@@ -62,6 +63,9 @@ def open_readonly(path: Path, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> sql
     require_readable_file(path, "SQLite file")
     if path.is_dir():
         raise ConnectorError(f"{path}: is a directory, not a SQLite file")
+    problem = special_sidecar(path)
+    if problem:
+        raise ConnectorError(f"{problem}; refusing to open {path}")
     uri = "file:" + urllib.parse.quote(str(path.resolve())) + "?mode=ro"
     try:
         conn = sqlite3.connect(uri, uri=True, timeout=busy_timeout, check_same_thread=False)

@@ -19,6 +19,7 @@ from typing import Any, Iterator
 from sqlglot import exp
 
 from memwatch_overlay.core.errors import ConnectorError
+from memwatch_overlay.core.sqlite_files import special_sidecar
 from memwatch_overlay.connectors.sqlite import DEFAULT_BUSY_TIMEOUT, ROWID, _pk_text
 from memwatch_overlay.connectors.sqlguard import column, table
 from memwatch_overlay.connectors.writer import Image, Key, SourceLocked, SourceWriter, WriteTxn
@@ -178,6 +179,9 @@ class SqliteWriter(SourceWriter):
         path = self.source.resolved_path
         if path is None or not path.exists():
             raise ConnectorError(f"{self.source.target}: no such file")
+        problem = special_sidecar(path)
+        if problem:
+            raise ConnectorError(f"{problem}; refusing to open {path}")
         uri = "file:" + urllib.parse.quote(str(path.resolve())) + "?mode=rw"
         try:
             conn = sqlite3.connect(uri, uri=True, timeout=self.busy_timeout, isolation_level=None,

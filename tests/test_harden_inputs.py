@@ -60,6 +60,19 @@ def test_fifo_as_a_configured_json_source_is_refused(tmp_path):
     assert_clean_error(proc, "FIFO")
 
 
+@pytest.mark.parametrize("sidecar", ["store.db-journal", "store.db-wal", "o.db-journal", "o.db-wal"])
+def test_a_fifo_where_sqlite_keeps_a_journal_is_refused_without_blocking(tmp_path, sidecar):
+    """SQLite opens a database's -journal on its own (to see whether it is hot): a FIFO there,
+    beside the store or the overlay, blocked the audit forever. Refused before SQLite opens
+    it, naming the file; nothing written to the store."""
+    make_store(tmp_path / "store.db")
+    before = file_state(tmp_path / "store.db")
+    make_fifo(tmp_path / sidecar)
+    proc = run("audit", "store.db", "--overlay", "o.db", cwd=tmp_path, timeout=60)
+    assert_clean_error(proc, sidecar, "FIFO")
+    assert file_state(tmp_path / "store.db") == before
+
+
 def test_device_as_target_is_refused(tmp_path):
     proc = run("audit", "/dev/zero", "--overlay", "o.db", cwd=tmp_path, timeout=30)
     assert_clean_error(proc, "device")

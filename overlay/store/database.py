@@ -26,6 +26,7 @@ from pathlib import Path
 
 from memwatch_overlay.core.errors import OverlayError
 from memwatch_overlay.core.redact import redact_dsn
+from memwatch_overlay.core.sqlite_files import special_sidecar
 from memwatch_overlay.overlay.store import postgres_dialect as overlay_db
 from memwatch_overlay.overlay.store.bulk_load import BulkLoadRepo
 from memwatch_overlay.overlay.store.compare import CompareRepo
@@ -65,6 +66,9 @@ class OverlayStore(SchemaRepo, SourcesRepo, FactsRepo, CompareRepo, BulkLoadRepo
         self.path = Path(path)
         self.dialect = "sqlite"
         self.label = str(self.path)
+        problem = special_sidecar(self.path)
+        if problem:
+            raise OverlayError(f"{problem}; refusing to open the overlay {self.path}")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None,
