@@ -13,8 +13,11 @@ Records are counted where the sync takes them (SyncEngine._ingest), writes by tr
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -240,3 +243,17 @@ def test_a_langgraph_put_after_an_answered_full_sync_is_read_by_the_next_increme
             assert texts == ["Moved to Lisbon last week"]
     finally:
         connector.close()
+
+
+def test_a_fifo_beside_the_store_is_not_opened(tmp_path):
+    """A FIFO named like the store's -wal/-journal would block a hash forever: the console
+    script's audits end, unhashed (no snapshot), and give the store's facts."""
+    target, overlay = tmp_path / "memories.jsonl", tmp_path / "overlay.db"
+    jsonl(target, 12)
+    os.mkfifo(f"{target}-journal")
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-m", "memwatch_overlay", "audit", str(target), "--overlay",
+                               str(overlay), "--format", "json"], capture_output=True, text=True, timeout=120)
+        assert done.returncode in (0, 1), done.stderr
+        assert len(json.loads(done.stdout)["facts"]) == 12
+    assert snapshots(overlay) == []

@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from pathlib import Path
 from typing import NamedTuple, Sequence
 
@@ -54,21 +55,29 @@ def files_digest(paths: Sequence[Path], limit: int | None) -> str | None:
         for suffix in _SUFFIXES:
             name = Path(f"{path}{suffix}")
             try:
-                files.append((suffix, name, os.stat(name).st_size))
+                st = os.stat(name)
             except FileNotFoundError:
                 if not suffix:
                     return None
+                continue
             except OSError:
                 return None
+            if not stat.S_ISREG(st.st_mode):     # a FIFO or a device would never end
+                return None
+            files.append((suffix, name, st.st_size))
     if limit is not None and sum(size for _, _, size in files) > limit:
         return None
     several = len(paths) > 1
     digest = hashlib.sha256()
     try:
-        for suffix, name, size in files:
+        for suffix, name, _ in files:
             label = f"{name}" if several else suffix
-            digest.update(f"{label}:{size}:".encode())
-            with open(name, "rb") as f:
+            # (opened without blocking and checked again: a file swapped for a FIFO since)
+            with os.fdopen(os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as f:
+                st = os.fstat(f.fileno())
+                if not stat.S_ISREG(st.st_mode):
+                    return None
+                digest.update(f"{label}:{st.st_size}:".encode())
                 digest.update(hashlib.file_digest(f, "sha256").digest())
     except OSError:
         return None
