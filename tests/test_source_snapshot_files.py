@@ -257,3 +257,20 @@ def test_a_fifo_beside_the_store_is_not_opened(tmp_path):
         assert done.returncode in (0, 1), done.stderr
         assert len(json.loads(done.stdout)["facts"]) == 12
     assert snapshots(overlay) == []
+
+
+@pytest.mark.parametrize("edit", [{"cursor": "a text"}, {"cursor": None}, {"warnings": "a text"},
+                                  {"facts": "a text"}, {"rows": "7"}])
+def test_a_snapshot_edited_by_hand_is_not_trusted(tmp_path, records, edit):
+    """The recorded snapshot lives in the overlay's `meta`: a value of the wrong shape there
+    sends the sync back to reading (no traceback, the same facts)."""
+    target, overlay = tmp_path / "memories.jsonl", tmp_path / "overlay.db"
+    jsonl(target, 15)
+    cfg = json_config(target)
+    first, _ = run(target, overlay, cfg)
+    with OverlayStore(str(overlay)) as ov:
+        (key,) = [r[0] for r in ov.conn.execute("SELECT key FROM meta WHERE key LIKE 'snapshot:%'")]
+        with ov.transaction():
+            ov.set_meta(key, {**ov.get_meta(key), **edit})
+    again, stats = run(target, overlay, cfg)
+    assert records == [15, 15] and again == first and stats.records == 15

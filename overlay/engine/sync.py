@@ -612,11 +612,13 @@ class SyncEngine:
         store = self.store
         before = store.source_row(source.name)
         recorded = snapshot.recorded
-        if (not _made_with(before, fingerprint) or recorded is None or "cursor" not in recorded
+        # (what `meta` holds is checked for shape: an overlay edited by hand reads again)
+        if (not _made_with(before, fingerprint) or recorded is None or not isinstance(recorded.get("cursor"), dict)
+                or not isinstance(recorded.get("warnings", []), list)
                 or not snapshot.matches(store.facts_state(before["id"]))):
             return None
-        return self._answered(snapshot, connector.unchanged_cursor(recorded["cursor"]),
-                              tuple(recorded.get("warnings") or ()))
+        warnings = tuple(w for w in recorded.get("warnings", []) if isinstance(w, str))
+        return self._answered(snapshot, connector.unchanged_cursor(recorded["cursor"]), warnings)
 
     def _answered(self, snapshot: Snapshot, cursor: dict, warnings: tuple[str, ...] = ()) -> "_SetCompare":
         """The full read a matching snapshot stands for: the recorded sync's rows are every
