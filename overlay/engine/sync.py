@@ -26,7 +26,7 @@ import time
 from array import array
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, Sequence
 
 from memwatch_overlay.connectors.base import Connector, Record, make_ref
 from memwatch_overlay.connectors.registry import make_connector
@@ -584,7 +584,7 @@ class SyncEngine:
         return Snapshot.take(key, paths, mapping, recorded, bound, any_size)
 
     def _record_snapshot(self, snapshot: Snapshot, source_id: int, stats: SyncStats,
-                         connector: Connector | None = None, warnings: list[str] = ()) -> None:
+                         connector: Connector | None = None, warnings: Sequence[str] = ()) -> None:
         """After a full sync (committed): record its snapshot when the files did not change
         while it read them, the records read are the live facts (for a plain table, each
         row read became one) and none is forgotten; else forget any recorded one.
