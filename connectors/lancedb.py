@@ -129,6 +129,28 @@ class LanceConnector(TableConnector):
             return [self.folder]
         return [self.folder / (self.source.table + LANCE_SUFFIX) / "_versions"]
 
+    def snapshot_files(self) -> list[Path] | None:
+        """The manifest of the table version a full read would read now: Lance never rewrites a
+        data file or a manifest (every write makes a new version with a manifest of its own), so
+        the same manifest bytes are the same rows. None without a table or a manifest by a
+        known name (`_versions/<2**64 - 1 - version>.manifest`, or `<version>.manifest`)."""
+        if not self.source.table:
+            return None
+        try:
+            version = self._open_table().version
+        except ConnectorError:
+            return None
+        versions = self.folder / (self.source.table + LANCE_SUFFIX) / "_versions"
+        for name in (f"{(1 << 64) - 1 - version}.manifest", f"{version}.manifest"):
+            if (versions / name).is_file():
+                return [versions / name]
+        return None
+
+    def unchanged_cursor(self, cursor: dict) -> dict:
+        """(the version the cursor names is the one has_changes() compares with)"""
+        self._version = cursor.get("version")
+        return dict(cursor)
+
     def describe(self) -> list[TableInfo]:
         if self._tables is None:
             self._tables = describe_folder(self.folder)

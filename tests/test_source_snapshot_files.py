@@ -4,8 +4,8 @@ files are byte for byte what the last full sync read, into facts nothing changed
 answered from the recorded snapshot (overlay/engine/source_snapshot.py): no Record made,
 nothing written, the same overlay, stats, warnings and report as reading it gives, and the
 cursor that read left (an incremental read after it reads only what is new). A change to any
-file the read reads (the qdrant collection beside mem0's history.db too) voids it; a source
-that reads a folder (LanceDB) records none.
+file the read reads (the qdrant collection beside mem0's history.db too) voids it; a LanceDB
+table's snapshot is the manifest of the version read, which a write through lancedb replaces.
 
 Records are counted where the sync takes them (SyncEngine._ingest), writes by triggers on
 `facts`.
@@ -24,7 +24,7 @@ import pytest
 
 from memwatch_overlay.connectors.registry import make_connector
 from memwatch_overlay.overlay.engine import sync as sync_module
-from memwatch_overlay.overlay.engine.audit import audit
+from memwatch_overlay.overlay.engine.audit import audit, zero_config_sources
 from memwatch_overlay.overlay.store.database import OverlayStore
 from memwatch_overlay.rules.config import parse_config
 
@@ -187,14 +187,42 @@ def test_another_configuration_reads_the_file_again(tmp_path, records):
     assert records == [20, 20, 0]
 
 
-def test_a_lancedb_folder_is_read_every_time(tmp_path, records):
-    """A LanceDB table is a folder of fragments and versions: no files to hash, no snapshot."""
+@pytest.mark.integrations
+def test_a_lancedb_table_is_answered_until_a_write_makes_a_new_version(tmp_path, records, monkeypatch):
+    """CrewAI 1.x's LanceDB table: the snapshot is the manifest of the version read (Lance
+    never rewrites one); a delete through lancedb makes a new version, which is read."""
+    lancedb = pytest.importorskip("lancedb", reason="pip install 'memwatch-overlay[lancedb]'")
+
     folder = tmp_path / "crewai-lancedb"
     shutil.copytree(AGENT_STORES / "crewai-lancedb", folder)
-    overlay = tmp_path / "overlay.db"
+    overlay, compared = tmp_path / "overlay.db", tmp_path / "read-again.db"
+    first, first_stats = run(folder, overlay)
+    shutil.copy(overlay, compared)
+    summary, stats = run(folder, overlay)
+    assert records[0] == first_stats.records > 0 and records[1] == 0 and summary == first
+    table = lancedb.connect(folder).open_table("memories")
+    (gone,) = table.search().select(["id"]).limit(1).to_list()
+    table.delete(f"id = '{gone['id']}'")
+    _, stats = run(folder, overlay)
+    assert records[2] == first_stats.records - 1 and stats.deleted == 1
     run(folder, overlay)
-    run(folder, overlay)
-    assert records[0] > 0 and records[1] == records[0] and snapshots(overlay) == []
+    assert records[3] == 0
+    monkeypatch.setattr(sync_module, "SNAPSHOTS", False)
+    run(folder, compared)
+    run(folder, compared)
+    assert records[5] == first_stats.records - 1          # read every time without snapshots
+    assert facts(overlay) == facts(compared)
+    # the daemon's connector, kept open: after an answered full sync it sees no change
+    monkeypatch.setattr(sync_module, "SNAPSHOTS", True)
+    with OverlayStore(str(overlay)) as store:
+        (source,) = zero_config_sources(str(folder), store)
+        connector = make_connector(source)
+        connector.open()
+        try:
+            sync_module.SyncEngine(store, parse_config({})).sync(source, as_of=AS_OF, connector=connector)
+            assert records[6] == 0 and not connector.has_changes()
+        finally:
+            connector.close()
 
 
 def test_a_file_whose_records_share_a_key_records_no_snapshot(tmp_path, records):

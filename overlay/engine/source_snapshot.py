@@ -12,7 +12,8 @@ hash of the files instead of a read of every row.
 
 The files are what the connector says a full read reads (`Connector.snapshot_files`: a
 SQLite file, a JSON file, mem0's history.db with its qdrant collections); a source that
-reads anything else (a server, a folder) has none. Each file is hashed with its `-wal` and
+reads anything else (a server, a folder) has none; a LanceDB table names the manifest of the
+version it reads (Lance never rewrites a manifest or a data file: the manifest stands for the rows). Each file is hashed with its `-wal` and
 `-journal` files where they exist: a SQLite commit changes at least one of them (rollback
 journal mode bumps the file change counter in the header; WAL mode appends frames, or starts
 the file over with a new salt), so equal bytes mean the same content. The files are only
