@@ -32,8 +32,10 @@ time does. Sections:
             detection off; detection on up to --detect-max);
   check     N new facts (for existing users, many changing a value) synced incrementally with
             detection into an overlay that already holds M facts;
-  framework a LangGraph SqliteStore-shaped store (table `store`: prefix, key, value JSON) and a
-            JSONL memory file of --framework N memories each, audited zero-config by the
+  framework a LangGraph SqliteStore-shaped store (table `store`: prefix, key, value JSON), a
+            JSONL memory file and a CrewAI 1.x-shaped LanceDB table (with lancedb installed; its
+            raw read excludes lancedb's import, which the audit pays: ~1 s) of --framework N
+            memories each, audited zero-config by the
             console script (detection off): the first audit, a re-audit of the unchanged store
             (answered by its source snapshot: the files hashed, nothing read) and a re-audit
             after the bot changed one memory (every record read and compared), each against a
@@ -139,6 +141,16 @@ import json, sys, time, resource
 t, cpu = time.perf_counter(), time.process_time()
 with open(sys.argv[1], "rb") as f:
     n = sum(1 for line in f if json.loads(line))
+print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, n, time.process_time() - cpu)
+"""
+
+# argv: folder ; the raw read of a LanceDB table's columns (lancedb imported before the clock)
+RAW_LANCE = """
+import sys, time, resource
+import lancedb
+t, cpu = time.perf_counter(), time.process_time()
+table = lancedb.connect(sys.argv[1]).open_table("memories")
+n = table.search().select(["id", "content", "scope", "created_at", "last_accessed"]).to_arrow().num_rows
 print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, n, time.process_time() - cpu)
 """
 
@@ -564,8 +576,33 @@ def build_framework_stores(tmp: Path, n: int) -> tuple[Path, Path]:
     return lg, jl
 
 
+def build_lance_store(tmp: Path, n: int) -> Path | None:
+    """A CrewAI 1.x-shaped LanceDB table `memories` (the fixture's schema: what CrewAI's
+    LanceDBStorage writes), `n` memories; None without lancedb."""
+    try:
+        import lancedb
+        import pyarrow as pa
+    except ImportError:
+        return None
+    fixture = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "agent-stores" / "crewai-lancedb"
+    schema = lancedb.connect(fixture).open_table("memories").schema
+    folder = tmp / f"crewai_lance_{n}"
+    rows = [{"id": f"{i:08d}-0000-4000-8000-000000000000", "content": value, "scope": f"/user/{user}",
+             "categories_str": "[]", "metadata_str": "{}", "importance": 0.5,
+             "created_at": at.replace(" ", "T"), "last_accessed": at.replace(" ", "T"), "source": user,
+             "private": False, "vector": [0.0] * 32}
+            for i, (user, _, value, at) in enumerate(agent_rows(n))]
+    lancedb.connect(folder).create_table("memories", data=pa.Table.from_pylist(rows, schema=schema))
+    return folder
+
+
 def change_one(store: Path, i: int) -> None:
     """The bot changes one memory of a framework store (a new text of the same length)."""
+    if store.is_dir():           # a LanceDB folder: the table's own update() (a new version)
+        import lancedb
+        lancedb.connect(store).open_table("memories").update(
+            where=f"id = '{i:08d}-0000-4000-8000-000000000000'", values={"content": f"Edited memory {i}"})
+        return
     if store.suffix == ".jsonl":
         lines = store.read_text().splitlines(keepends=True)
         lines[i] = lines[i].replace("memory\": \"", "memory\": \"*", 1)
@@ -582,7 +619,13 @@ def bench_framework(tmp: Path, n: int, repeat: int, out: list[dict]) -> None:
     off = no_detector_config(tmp)
     print(f"framework stores ({n:,} memories; console script, zero-config, detection off; CPU seconds)")
     lg, jl = build_framework_stores(tmp, n)
-    for name, store, raw_script in (("langgraph", lg, RAW_LANGGRAPH), ("jsonl", jl, RAW_JSONL)):
+    lance = build_lance_store(tmp, n)
+    stores = [("langgraph", lg, RAW_LANGGRAPH), ("jsonl", jl, RAW_JSONL)]
+    if lance is None:
+        print("  crewai-lancedb: skipped (no lancedb: pip install 'memwatch-overlay[lancedb]')")
+    else:
+        stores.append(("crewai-lancedb", lance, RAW_LANCE))
+    for name, store, raw_script in stores:
         raw = median_of([measure(raw_script, store) for _ in range(repeat)], 3)
         first, again, changed = [], [], []
         for i in range(repeat):
@@ -596,7 +639,7 @@ def bench_framework(tmp: Path, n: int, repeat: int, out: list[dict]) -> None:
                "first_cpu_s": round(median_of(first, 3), 3), "reaudit_cpu_s": round(median_of(again, 3), 3),
                "one_changed_cpu_s": round(median_of(changed, 3), 3)}
         out.append(row)
-        print(f"  {name:<9} raw {raw:.3f}  first audit {row['first_cpu_s']:.3f} ({row['first_cpu_s'] / raw:.1f}x)"
+        print(f"  {name:<14} raw {raw:.3f}  first audit {row['first_cpu_s']:.3f} ({row['first_cpu_s'] / raw:.1f}x)"
               f"  re-audit unchanged {row['reaudit_cpu_s']:.3f} ({row['reaudit_cpu_s'] / raw:.1f}x)"
               f"  after one memory changed {row['one_changed_cpu_s']:.3f} ({row['one_changed_cpu_s'] / raw:.1f}x)",
               flush=True)
