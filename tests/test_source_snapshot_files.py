@@ -302,3 +302,23 @@ def test_a_snapshot_edited_by_hand_is_not_trusted(tmp_path, records, edit):
             ov.set_meta(key, {**ov.get_meta(key), **edit})
     again, stats = run(target, overlay, cfg)
     assert records == [15, 15] and again == first and stats.records == 15
+
+
+@pytest.mark.postgres
+def test_a_postgres_overlay_answers_a_jsonl_file_too(tmp_path, records, pg_database):
+    """The snapshot lives in the overlay's `meta`: into a Postgres overlay an unchanged JSONL
+    file is answered as into a SQLite one, with the same report; an append is read."""
+    target = tmp_path / "memories.jsonl"
+    jsonl(target, 30)
+    cfg = json_config(target)
+    overlay, lite = pg_database("mw_snapjson"), tmp_path / "overlay.db"
+    first, _ = run(target, overlay, cfg)
+    again, stats = run(target, overlay, cfg)
+    assert records == [30, 0] and again == first and stats.records == 30
+    run(target, lite, cfg)
+    assert facts(overlay) == facts(lite)
+    with open(target, "a") as f:
+        f.write(json.dumps({"id": "m30", "user_id": "u0", "memory": "Moved to Porto",
+                            "created_at": "2026-07-01T10:00:00"}) + "\n")
+    _, stats = run(target, overlay, cfg)
+    assert records[-1] == 31 and stats.changed == 1
