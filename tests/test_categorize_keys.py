@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 import re
 
-from memwatch_overlay.rules.categorize import Categorizer, default_rules
+from memwatch_overlay.rules.categorize import Categorizer
 from memwatch_overlay.rules.config import Rule
 
 RULES = [
@@ -65,7 +65,7 @@ def test_a_key_no_rule_takes_is_matched_once_not_once_per_rule():
         if rule.key is not None:
             rule.key = Counted(rule.key, calls)
     keyed = sum(1 for r in cat._compiled if r.key is not None)
-    assert keyed >= 5 and len(default_rules()) == len(cat._compiled)
+    assert keyed >= 5        # (the default pack has key rules for this to count)
     for i in range(1000):           # 1,000 item ids: no rule's globs take them
         cat.categorize("bot", f"item-{i}", "some memory")
     assert calls == []

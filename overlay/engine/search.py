@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from memwatch_overlay.overlay.engine.audit import fact_dict
 from memwatch_overlay.overlay.store.database import ANY, OverlayStore
 from memwatch_overlay.overlay.engine.sync import SyncEngine
+from memwatch_overlay.overlay.store.sqlhelpers import id_chunks
 
 K1 = 1.2
 B = 0.75
-RESCORE_CHUNK = 900
 _WORD = re.compile(r"\w+", re.UNICODE)
 _STOP = frozenset("a an and are as at be but by for from has have he her his i in is it its me my of on or our "
                   "she so that the their them they this to was we were what when where who with you your".split())
@@ -77,8 +77,8 @@ def search_facts(store: OverlayStore, engine: SyncEngine, query: str, *, limit: 
         norm = K1 * (1 - B + B * length / (avg_len or 1))
         bm25[fid] = sum(idf[t] * f * (K1 + 1) / (f + norm) for t, f in tf.items())
     ids = list(bm25)
-    for i in range(0, len(ids), RESCORE_CHUNK):
-        engine.rescore(as_of, fact_ids=ids[i:i + RESCORE_CHUNK])
+    for chunk in id_chunks(ids):
+        engine.rescore(as_of, fact_ids=chunk)
     best = max(bm25.values()) or 1.0
     hits = []
     for row in store.fact_rows_by_id(ids):

@@ -58,7 +58,6 @@ SQL_LOAD_MIN = 10_000
 SNAPSHOTS = True    # answer an unchanged source's full read from its files' digest (source_snapshot.py)
 BULK_MIN = 50_000   # a full sync past this many records (and a quarter of the overlay) loads in bulk
 SQL_RESCORE_MIN = 1000   # a rescore of this many facts scores the plain ones in SQL (store.rescore_plain)
-RESCORE_CHUNK = 900   # ids per `IN (…)`: well under SQLite's bound-variable limit
 PENDING_MAX = 1_000_000   # unchanged facts' ids a full read keeps before noting them (_SeenUnchanged)
 
 

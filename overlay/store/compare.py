@@ -37,8 +37,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, NamedTuple
 
-from memwatch_overlay.overlay.store.facts import ID_CHUNK
-from memwatch_overlay.overlay.store.sqlhelpers import RepoBase, placeholders
+from memwatch_overlay.overlay.store.sqlhelpers import RepoBase, id_chunks, placeholders
 
 SCHEMA = "mw_src"             # the ATTACHed source's schema name
 PAGE_ROWS = 10_000            # source rows per statement (as the connector pages a full read)
@@ -222,8 +221,7 @@ class CompareRepo(RepoBase):
     def _rows_of_facts(self, table: str, seek: str, key: str, fact_ids: list[int]) -> list[int]:
         """The rowids of the rows these facts' keys name (a key that names none: no rowid)."""
         redo = []
-        for i in range(0, len(fact_ids), ID_CHUNK):
-            chunk = fact_ids[i:i + ID_CHUNK]
+        for chunk in id_chunks(fact_ids):
             redo += [r[0] for r in self.conn.execute(
                 f"SELECT s.rowid FROM main.facts f JOIN {table} s ON {seek} AND f.pk = {key} "
                 f"WHERE f.id IN ({placeholders(len(chunk))})", chunk)]

@@ -12,7 +12,7 @@ from typing import Any, Iterable, Iterator, NamedTuple
 
 from memwatch_overlay.core.vocab import LIVE_STATUSES
 from memwatch_overlay.overlay.store import postgres_dialect as overlay_db
-from memwatch_overlay.overlay.store.sqlhelpers import RepoBase, placeholders, plain_rows, scope
+from memwatch_overlay.overlay.store.sqlhelpers import RepoBase, id_chunks, placeholders, plain_rows, scope
 
 
 class FactRow(NamedTuple):
@@ -85,7 +85,6 @@ UPSERT_CONFLICT = _UPSERT_SQL[_UPSERT_SQL.index("ON CONFLICT"):]
 
 # Postgres: the same upsert from a COPYed page (upsert_facts), rows taken in the order they came.
 PG_COPY_MIN = 200
-ID_CHUNK = 900     # ids per `IN (…)`: well under SQLite's bound-variable limit
 _PG_UPSERT_FROM_PAGE = (
     f"INSERT INTO facts ({', '.join(FACT_COLUMNS)}) SELECT {', '.join(FACT_COLUMNS)} FROM temp.mw_facts_page "
     "ORDER BY page_order " + UPSERT_CONFLICT)
@@ -212,12 +211,11 @@ class FactsRepo(RepoBase):
 
     def _among(self, sql: str, params: tuple, among: list[int] | None) -> Iterator:
         """The cursors of a statement over facts (its WHERE last in `sql`), restricted to the
-        ids `among` when given: one statement per ID_CHUNK ids."""
+        ids `among` when given: one statement per chunk of ids (id_chunks)."""
         if among is None:
             yield self.conn.execute(sql, params)
             return
-        for i in range(0, len(among), ID_CHUNK):
-            chunk = among[i:i + ID_CHUNK]
+        for chunk in id_chunks(among):
             yield self.conn.execute(f"{sql} AND id IN ({placeholders(len(chunk))})", (*params, *chunk))
 
     # -- facts a full read saw unchanged (nothing written for them) ------------------------

@@ -4,7 +4,7 @@ connection."""
 from __future__ import annotations
 
 import sqlite3
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 
 class RepoBase:
@@ -30,8 +30,17 @@ def scope(column: str, ids: list[int] | None) -> tuple[str, tuple]:
     return f" AND {column} IN ({', '.join('?' * len(ids))})", tuple(ids)
 
 
+ID_CHUNK = 900     # ids per `IN (…)`: well under SQLite's bound-variable limit
+
+
 def placeholders(n: int) -> str:
     return ", ".join("?" * n)
+
+
+def id_chunks(ids: Sequence[int]) -> Iterator[Sequence[int]]:
+    """`ids` in slices of at most ID_CHUNK, one `IN (…)` each."""
+    for i in range(0, len(ids), ID_CHUNK):
+        yield ids[i:i + ID_CHUNK]
 
 
 def split_sql(script: str) -> list[str]:
