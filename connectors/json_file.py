@@ -321,9 +321,26 @@ class JsonConnector(Connector):
 
     # -- reading -----------------------------------------------------------------------
     def read(self, cursor: dict | None = None) -> Iterator[Record]:
+        """The records of the documents changed since `cursor`. A full read warns once when
+        records share an id: the last one read is the fact (the file holds one value of each
+        id; an earlier one is an older value or a mistake the user should hear of)."""
         self.read_all = True
+        keys: set[int] = set()          # hash of each key read (a full read only)
+        shared, first = 0, ""
         for doc in self.iter_documents(cursor):
-            yield from self.records_from(doc)
+            for rec in self.records_from(doc):
+                if self.read_all:
+                    key = hash(tuple(rec.pk.items()))
+                    if key in keys:
+                        shared += 1
+                        line = f":{doc.line}" if doc.line is not None else ""
+                        first = first or f"{self.path}{line} id {', '.join(rec.pk.values())!r}"
+                    else:
+                        keys.add(key)
+                yield rec
+        if shared:
+            self.warn(f"{first}: {shared} record(s) share an id with an earlier record of the file; "
+                      "the last one read is kept")
 
     def iter_documents(self, cursor: dict | None) -> Iterator[Document]:
         """Parsed documents changed since `cursor`; sets `self.cursor` when exhausted."""

@@ -507,11 +507,14 @@ class SyncEngine:
                         pks.append(prefix + _enc(rec[1]) + "}")
                     else:
                         pks.append(pk_json(rec.pk))
+                records = page
+                if len(set(pks)) < len(pks):
+                    records, pks = _last_of_each(page, pks)
                 stored = store.stored_for_compare(source_id, pks)
                 ids: list[int] = []
                 dead = False
                 plain = 0
-                for rec, pk in zip(page, pks):
+                for rec, pk in zip(records, pks):
                     old = stored.get(pk)
                     if rec.__class__ is tuple:
                         if old is not None and _plain_unchanged(rec, old):
@@ -1159,6 +1162,16 @@ def _plain_scores(scorer, as_of: float, now: float, ahead: bool, created: float 
     else:
         nxt = 0.0 if ahead else as_of + change_days * DAY
     return freshness, label, age, left, until, confidence, nxt
+
+
+def _last_of_each(page: list, pks: list[str]) -> tuple[list, list[str]]:
+    """The page's records without those a later record of the page shares a key with: a
+    read's last record of a key is its fact (as upserting them in turn leaves it), and each
+    is compared with the fact stored before the page, not with one an earlier record of the
+    page would write."""
+    last = {pk: i for i, pk in enumerate(pks)}
+    keep = sorted(last.values())
+    return [page[i] for i in keep], [pks[i] for i in keep]
 
 
 def _latest(*times: float | None) -> float | None:
