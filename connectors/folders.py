@@ -63,15 +63,16 @@ class _TooMany(Exception):
     pass
 
 
-def scan_folder(folder: Path) -> FolderScan:
-    """Recognise the stores under `folder` (see the module docstring)."""
+def scan_folder(folder: Path, folders=None) -> FolderScan:
+    """Recognise the stores under `folder` (see the module docstring). `folders`: detect()'s
+    kept LanceDB descriptions (recognize.DescribedFolders)."""
     scan = FolderScan(folder)
     try:
         for path in _candidates(folder):
             if path.is_file() and path.suffix.lower() not in STORE_SUFFIXES and not _is_sqlite(path):
                 continue
             try:
-                det = detect(str(path))
+                det = detect(str(path), folders)
             except ConnectorError as exc:
                 if path.suffix.lower() in STORE_SUFFIXES:
                     scan.skipped.append((path, str(exc).split(": ", 1)[-1]))

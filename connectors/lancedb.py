@@ -19,6 +19,8 @@ The folder is only read: lancedb opens the dataset at its latest version and wri
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -31,6 +33,8 @@ LANCE_SUFFIX = ".lance"
 BATCH_ROWS = 2048
 ROW_ID = "_rowid"
 FRAGMENT_SHIFT = 32
+_MANIFEST_NAME = re.compile(r"(\d{1,20})\.manifest")
+_INVERTED_NAMES = 1 << 63      # a name above this is 2**64 - 1 - version
 
 
 def _lancedb():
@@ -40,6 +44,42 @@ def _lancedb():
         raise ConnectorError("reading LanceDB needs the [lancedb] extra "
                              "(pip install 'memwatch-overlay[lancedb]')") from None
     return lancedb
+
+
+def latest_manifest(table_dir: Path) -> Path | None:
+    """The manifest of a table's latest version, told from the names in its `_versions`
+    folder without opening it: `<2**64 - 1 - version>.manifest` (Lance's current naming, 20
+    digits) or `<version>.manifest` (the older one). None when it holds no manifest."""
+    try:
+        names = os.listdir(table_dir / "_versions")
+    except OSError:
+        return None
+    best: tuple[int, str] | None = None
+    for name in names:
+        m = _MANIFEST_NAME.fullmatch(name)
+        if m is None:
+            continue
+        n = int(m.group(1))
+        version = (1 << 64) - 1 - n if n >= _INVERTED_NAMES else n
+        if best is None or version > best[0]:
+            best = (version, name)
+    return None if best is None else table_dir / "_versions" / best[1]
+
+
+def folder_signature(path: Path) -> list[list[str]] | None:
+    """What describe_folder(path) reads, named: each table and the manifest of its latest
+    version (a manifest is never rewritten, and it holds the schema). None when a table has
+    no manifest by a known name."""
+    folder, only = split_target(path)
+    out = []
+    for table_dir in lance_tables(folder):
+        if only is not None and table_dir.name[: -len(LANCE_SUFFIX)] != only:
+            continue
+        manifest = latest_manifest(table_dir)
+        if manifest is None:
+            return None
+        out.append([table_dir.name, manifest.name])
+    return out
 
 
 def is_lance_table(path: Path) -> bool:
@@ -97,7 +137,7 @@ class LanceConnector(TableConnector):
 
     def __init__(self, source: SourceConfig):
         super().__init__(source)
-        self.db = None
+        self._db = None
         self.table = None
         self._tables: list[TableInfo] | None = None
         self._version: int | None = None
@@ -110,15 +150,23 @@ class LanceConnector(TableConnector):
         if not path.exists():
             raise ConnectorError(f"{path}: no such folder")
         folder, table = split_target(path)
+        if not folder.is_dir():
+            raise ConnectorError(f"{folder}: no such folder")
         if table is not None and not self.source.table:
             self.source = dataclasses.replace(self.source, table=table)
-        self.db = _connect(folder)
+        self._db = None             # connected when first read: an answered re-audit never imports lancedb
         self._tables = None
         self.table = None
 
     def close(self) -> None:
-        self.db = None
+        self._db = None
         self.table = None
+
+    @property
+    def db(self):
+        if self._db is None:
+            self._db = _connect(self.folder)
+        return self._db
 
     @property
     def folder(self) -> Path:
@@ -136,15 +184,8 @@ class LanceConnector(TableConnector):
         known name (`_versions/<2**64 - 1 - version>.manifest`, or `<version>.manifest`)."""
         if not self.source.table:
             return None
-        try:
-            version = self._open_table().version
-        except ConnectorError:
-            return None
-        versions = self.folder / (self.source.table + LANCE_SUFFIX) / "_versions"
-        for name in (f"{(1 << 64) - 1 - version}.manifest", f"{version}.manifest"):
-            if (versions / name).is_file():
-                return [versions / name]
-        return None
+        manifest = latest_manifest(self.folder / (self.source.table + LANCE_SUFFIX))
+        return None if manifest is None else [manifest]
 
     def unchanged_cursor(self, cursor: dict) -> dict:
         """(the version the cursor names is the one has_changes() compares with)"""

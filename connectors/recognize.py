@@ -4,13 +4,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from memwatch_overlay.core.errors import ConnectorError
 from memwatch_overlay.core.redact import redact_dsn
 from memwatch_overlay.rules.config import SourceConfig
 from memwatch_overlay.connectors.base import TableInfo, require_readable_file
 from memwatch_overlay.connectors.presets import Match
-from memwatch_overlay.connectors.lancedb import describe_folder, is_lance_table, lance_tables
+from memwatch_overlay.connectors.lancedb import describe_folder, folder_signature, is_lance_table, lance_tables
 from memwatch_overlay.connectors.presets.generic import (CREATED_NAMES, TEXT_NAMES, UPDATED_NAMES, _pick,
                                                          optional_fields)
 from memwatch_overlay.core.tomltext import toml_string
@@ -19,6 +20,17 @@ from memwatch_overlay.connectors.registry import preset_classes
 SQLITE_MAGIC = b"SQLite format 3\x00"
 # Heuristic presets: detection writes their mapping out in full instead of naming them.
 GENERIC_PRESETS = ("generic", "generic-json", "generic-postgres")
+
+
+class DescribedFolders(Protocol):
+    """Where detect() keeps LanceDB folder descriptions between runs (the overlay's meta table:
+    overlay/engine/audit.py). Describing a folder imports lancedb and opens every table, a
+    second per audit; a description is kept under the folder with its `signature` (each
+    table's latest manifest) and used while the signature holds."""
+
+    def described(self, folder: str, signature: list) -> list[TableInfo] | None: ...
+
+    def remember(self, folder: str, signature: list, tables: list[TableInfo]) -> None: ...
 
 
 @dataclass
@@ -52,8 +64,9 @@ def kind_of(target: str) -> str:
     raise ConnectorError(f"{target}: not a SQLite, JSON or JSONL file")
 
 
-def detect(target: str) -> Detection:
-    """Describe TARGET and rank the presets that match it."""
+def detect(target: str, folders: DescribedFolders | None = None) -> Detection:
+    """Describe TARGET and rank the presets that match it. `folders`: LanceDB descriptions
+    kept from earlier runs (a folder whose tables are at the versions described is not opened)."""
     kind = kind_of(target)
     if kind == "sqlite":
         from memwatch_overlay.connectors.sqlite import list_tables, open_readonly
@@ -66,7 +79,7 @@ def detect(target: str) -> Detection:
         from memwatch_overlay.connectors.json_file import describe_file
         tables = describe_file(Path(target))
     elif kind == "lancedb":
-        tables = describe_folder(Path(target))
+        tables = _described_lance(Path(target), folders)
     else:
         try:
             from memwatch_overlay.connectors.postgres import describe_dsn
@@ -81,6 +94,21 @@ def detect(target: str) -> Detection:
             matches.append(m)
     matches.sort(key=lambda m: -m.score)
     return Detection(kind, target, tables, matches)
+
+
+def _described_lance(path: Path, folders: DescribedFolders | None) -> list[TableInfo]:
+    """describe_folder(path), or the description `folders` kept of it at the same versions
+    (kept again when no table moved to a new version while it was described)."""
+    signature = folder_signature(path) if folders is not None else None
+    if signature is None:
+        return describe_folder(path)
+    folder = str(path.resolve())
+    tables = folders.described(folder, signature)
+    if tables is None:
+        tables = describe_folder(path)
+        if folder_signature(path) == signature:
+            folders.remember(folder, signature, tables)
+    return tables
 
 
 def source_from_detection(det: Detection, name: str = "store") -> SourceConfig:

@@ -133,3 +133,81 @@ def test_a_missing_table_is_named(tmp_path, agent_store):
     conn.open()
     with pytest.raises(ConnectorError, match=r"no table 'nope' \(tables: memories\)"):
         list(conn.read(None))
+
+
+# -- re-audits without lancedb: the latest manifest from the folder's names, kept descriptions --
+
+def test_the_latest_manifest_is_the_version_lancedb_opens(tmp_path):
+    from memwatch_overlay.connectors.lancedb import folder_signature, latest_manifest
+    db = lancedb.connect(str(tmp_path / "lance"))
+    table = db.create_table("notes", [{"nid": 0, "body": "first"}])
+    for i in range(1, 12):             # past ten versions: a name sorted as text would pick another
+        table.add([{"nid": i, "body": f"note {i}"}])
+        if i % 4 == 0:
+            table.delete(f"nid = {i - 1}")
+        version = lancedb.connect(str(tmp_path / "lance")).open_table("notes").version
+        name = latest_manifest(tmp_path / "lance" / "notes.lance").name
+        assert name == f"{(1 << 64) - 1 - version}.manifest"
+        assert folder_signature(tmp_path / "lance") == [["notes.lance", name]]
+    assert folder_signature(tmp_path / "lance" / "notes.lance") == folder_signature(tmp_path / "lance")
+
+
+def test_the_older_manifest_names_count_as_numbers(tmp_path):
+    from memwatch_overlay.connectors.lancedb import latest_manifest
+    versions = tmp_path / "t.lance" / "_versions"
+    versions.mkdir(parents=True)
+    for name in ("1.manifest", "2.manifest", "10.manifest", "9.manifest", "latest_version_hint.json",
+                 "11.manifest-tmp", "x.manifest"):
+        (versions / name).write_text("")
+    assert latest_manifest(tmp_path / "t.lance").name == "10.manifest"
+    assert latest_manifest(tmp_path / "empty.lance") is None
+
+
+def poisoned_lancedb(tmp_path: Path) -> dict:
+    """An environment in which `import lancedb` fails (a package of that name first on the path)."""
+    poison = tmp_path / "poison" / "lancedb"
+    poison.mkdir(parents=True)
+    (poison / "__init__.py").write_text("raise ImportError('lancedb must not be imported here')\n")
+    return {"PYTHONPATH": str(tmp_path / "poison")}
+
+
+@pytest.mark.slow
+def test_an_unchanged_folder_is_re_audited_without_lancedb(agent_store, tmp_path):
+    folder = agent_store(FIXTURE)
+    overlay = tmp_path / "o.db"
+    audit = ("audit", str(folder), "--as-of", plan.REFERENCE_ISO, "--overlay", overlay, "--format", "json")
+    first = run(*audit, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    poisoned = poisoned_lancedb(tmp_path)
+    again = run(*audit, cwd=tmp_path, **poisoned)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["facts"] == json.loads(first.stdout)["facts"]
+    # the bot deletes a memory: a new version, which only lancedb reads
+    victim = json.loads(first.stdout)["facts"][0]["pk"]["id"]
+    lancedb.connect(str(folder)).open_table("memories").delete(f"id = '{victim}'")
+    refused = run(*audit, cwd=tmp_path, **poisoned)
+    assert refused.returncode == 2 and "[lancedb] extra" in refused.stderr
+    after = run(*audit, cwd=tmp_path)
+    assert after.returncode == 0, after.stderr
+    gone = [f for f in json.loads(after.stdout)["facts"] if f["pk"]["id"] == victim]
+    assert [f["status"] for f in gone] == ["deleted"]
+
+
+def test_a_kept_description_in_another_shape_is_not_trusted(agent_store, tmp_path):
+    from memwatch_overlay.connectors.lancedb import folder_signature
+    from memwatch_overlay.overlay.engine.audit import OverlayDescribedFolders
+    from memwatch_overlay.overlay.store.database import OverlayStore
+    folder = agent_store(FIXTURE)
+    with OverlayStore(tmp_path / "o.db") as store:
+        kept = OverlayDescribedFolders(store)
+        first = detect(str(folder), kept)
+        key = f"described:{folder.resolve()}"
+        entry = store.get_meta(key)
+        assert entry["signature"] == folder_signature(folder)
+        assert detect(str(folder), kept).tables == first.tables
+        for broken in ({**entry, "tables": [{"name": "memories"}]}, {**entry, "tables": "x"}, ["x"],
+                       {**entry, "signature": [["memories.lance", "1.manifest"]]}):
+            store.set_meta(key, broken)
+            assert kept.described(str(folder.resolve()), folder_signature(folder)) is None
+            assert detect(str(folder), kept).tables == first.tables      # described again, and kept
+            assert store.get_meta(key) == entry

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
 from memwatch_overlay.connectors.folders import folder_source_name, is_store_folder, scan_folder
+from memwatch_overlay.connectors.base import TableInfo
 from memwatch_overlay.connectors.recognize import GENERIC_PRESETS, detect, source_from_detection
 from memwatch_overlay.rules.config import Config, SourceConfig
 from memwatch_overlay.overlay.engine import gate
@@ -25,6 +26,7 @@ from memwatch_overlay.core.redact import redact_dsn
 from memwatch_overlay.overlay.store.database import OverlayStore, ReportRow
 from memwatch_overlay.overlay.engine.sync import SyncEngine, SyncStats
 from memwatch_overlay.core.timeparse import to_iso
+from memwatch_overlay.core.version import __version__
 
 REPORT_VERSION = 1
 
@@ -58,17 +60,46 @@ def resolve_sources(target: str | None, config: Config | None, source_name: str 
     return config, [source]
 
 
+class OverlayDescribedFolders:
+    """recognize.DescribedFolders in the overlay's meta table: one entry per LanceDB folder
+    (`described:<folder>`), its tables' columns with the signature and the memwatch-overlay
+    version they were read with (another version describes the folder again)."""
+
+    def __init__(self, store: OverlayStore):
+        self.store = store
+
+    def described(self, folder: str, signature: list) -> list[TableInfo] | None:
+        kept = self.store.get_meta(f"described:{folder}")
+        if not (isinstance(kept, dict) and kept.get("signature") == signature
+                and kept.get("version") == __version__ and isinstance(kept.get("tables"), list)):
+            return None
+        try:
+            return [TableInfo(str(t["name"]), [str(c) for c in t["columns"]], [str(c) for c in t["pk"]],
+                              bool(t["rowid"])) for t in kept["tables"]]
+        except (KeyError, TypeError):       # edited by hand into another shape: describe again
+            return None
+
+    def remember(self, folder: str, signature: list, tables: list[TableInfo]) -> None:
+        if self.store.in_transaction():
+            return
+        self.store.set_meta(f"described:{folder}", {
+            "signature": signature, "version": __version__,
+            "tables": [{"name": t.name, "columns": list(t.columns), "pk": list(t.pk), "rowid": t.rowid}
+                       for t in tables]})
+
+
 def zero_config_sources(target: str, overlay: OverlayStore | None) -> list[SourceConfig]:
     """The detected source of TARGET, or one per recognised store when TARGET is a folder."""
     path = Path(target)
+    folders = OverlayDescribedFolders(overlay) if overlay is not None else None
     if not target.startswith(("postgresql://", "postgres://")) and is_store_folder(path):
-        scan = scan_folder(path)
+        scan = scan_folder(path, folders)
         if not scan.stores:
             seen = "; ".join(f"{p.relative_to(path)} ({why})" for p, why in scan.skipped[:8]) or "no store files"
             raise ConfigError(f"{target}: no known agent store in this folder (saw: {seen})", field="TARGET")
         return [source_from_detection(det, name=folder_source_name(det.matches[0].preset, path, store))
                 for store, det in scan.stores]
-    det = detect(target)
+    det = detect(target, folders)
     return [source_from_detection(det, name=_zero_config_name(target, overlay, det))]
 
 
