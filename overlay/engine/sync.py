@@ -967,9 +967,8 @@ class SyncEngine:
         found = 0
         for older_ref, newer_ref, note in replaced:
             older, newer = store.fact_id(older_ref), store.fact_id(newer_ref)
-            if older is not None and newer is not None:
-                store.add_contradiction(older, newer, "value", 1.0, note, None, now)
-                found += 1
+            if older is not None and newer is not None:      # (counted when new, as the detector's are)
+                found += store.add_contradiction(older, newer, "value", 1.0, note, None, now)
         if self.detector is None and self.detector_factory is not None \
                 and (deleted or store.count_changed(source_id, sync_no, live_only=True)):
             self.detector, self.detector_factory = self.detector_factory(), None
