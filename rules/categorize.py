@@ -31,7 +31,8 @@ class _CompiledRule:
         self.category = rule.category
         self.source = rule.source
         self.catch_all = not rule.key and not rule.text
-        self.key = (re.compile("|".join(fnmatch.translate(g.lower()) for g in rule.key))
+        self.globs = tuple(g.lower() for g in rule.key)
+        self.key = (re.compile("|".join(fnmatch.translate(g) for g in self.globs))
                     if rule.key else None)
         self.text = (re.compile("|".join(_scoped(p.pattern) for p in rule.text), re.IGNORECASE)
                      if rule.text else None)
@@ -53,6 +54,48 @@ def _scoped(pattern: str) -> str:
     if not flags:
         return f"(?:{pattern})"
     return f"(?{flags}:{rest}\n)" if "x" in flags else f"(?{flags}:{rest})"
+
+
+_LITERAL_GLOB = re.compile(r"(\*?)([^*?\[\]]+)(\*?)", re.DOTALL)
+
+
+class KeyGate:
+    """Whether any of some globs (lowered, fnmatch's) matches a lowered key, for keys no glob
+    takes (an item id, a uuid) told without a regex: one alternation of fnmatch's patterns
+    costs about 4 µs for a short key and 15 µs for a uuid in `re` (each `.*?` alternative
+    scans the key). Most globs are a literal with a `*` at either end or none: `*email*` is
+    'contains' (all of them one alternation of plain strings), `job*` 'starts with', `*_at`
+    'ends with', `mail` 'equals'; only the other globs (`?`, `[…]`, an inner `*`) go through
+    fnmatch's patterns. 100k keys: 0.37 → 0.02 s short ids, 1.46 → 0.04 s uuids."""
+
+    def __init__(self, globs: list[str]):
+        contains, prefixes, suffixes, exact, other = [], [], [], set(), []
+        for glob in globs:
+            m = _LITERAL_GLOB.fullmatch(glob)
+            if m is None:
+                other.append(glob)
+                continue
+            lead, literal, tail = m.groups()
+            if lead and tail:
+                contains.append(literal)
+            elif tail:
+                prefixes.append(literal)
+            elif lead:
+                suffixes.append(literal)
+            else:
+                exact.add(literal)
+        # the 'contains' literals as one alternation of plain strings: `re` finds those fast
+        self.contains = (re.compile("|".join(re.escape(t) for t in dict.fromkeys(contains)), re.DOTALL)
+                         if contains else None)
+        self.prefixes, self.suffixes, self.exact = tuple(prefixes), tuple(suffixes), frozenset(exact)
+        self.other = re.compile("|".join(fnmatch.translate(g) for g in other)) if other else None
+
+    def match(self, key: str) -> bool:
+        if key in self.exact or key.startswith(self.prefixes) or key.endswith(self.suffixes):
+            return True
+        if self.contains is not None and self.contains.search(key) is not None:
+            return True
+        return self.other is not None and self.other.match(key) is not None
 
 
 class Categorizer:
@@ -84,7 +127,7 @@ class Categorizer:
         self._text_regexes = RegexSet([self._compiled[i].text for i in self._text_rule_index],
                                       accelerate=accelerate)
         self._candidates: dict[tuple[str | None, int], Candidates] = {}
-        self._key_gates: dict[str | None, tuple[int, re.Pattern | None]] = {}
+        self._key_gates: dict[str | None, tuple[int, KeyGate | None]] = {}
         self._key_hits = lru_cache(maxsize=KEY_CACHE_SIZE)(self._key_decision)
 
     @property
@@ -112,21 +155,19 @@ class Categorizer:
                 return i
         return len(self._compiled)
 
-    def _key_gate(self, source: str | None) -> tuple[int, re.Pattern | None]:
+    def _key_gate(self, source: str | None) -> tuple[int, KeyGate | None]:
         """For keys of `source`: the first rule that takes any key (a catch-all; len(rules)
-        when none), and one pattern of the globs of the rules before it (None: no globs)."""
-        globs = []
+        when none), and the KeyGate of the globs of the rules before it (None: no globs)."""
+        globs: list[str] = []
         for i, rule in enumerate(self._compiled):
             if rule.source is not None and rule.source != source:
                 continue
             if rule.catch_all:
                 break
-            if rule.key is not None:
-                globs.append(rule.key.pattern)
+            globs += rule.globs
         else:
             i = len(self._compiled)
-        # (fnmatch.translate gives each glob `(?s:…)\Z`, group names unique per process)
-        return i, re.compile("|".join(f"(?:{g})" for g in globs)) if globs else None
+        return i, KeyGate(globs) if globs else None
 
     def _key_decision(self, source: str | None, key: str | None) -> tuple[int, Candidates]:
         """The first key-matching rule, and the text regexes of the rules before it that

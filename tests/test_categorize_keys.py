@@ -71,3 +71,27 @@ def test_a_key_no_rule_takes_is_matched_once_not_once_per_rule():
     assert calls == []
     cat.categorize("bot", "employer", "Acme")     # a key some glob takes: tried rule by rule
     assert 0 < len(calls) <= keyed
+
+
+def test_the_key_gate_is_fnmatch_for_globs_of_every_shape():
+    """KeyGate tells 'contains', 'starts with', 'ends with' and 'equals' globs with str methods
+    and the rest with fnmatch's patterns: the same answer as fnmatch for any globs and key."""
+    import fnmatch
+
+    from memwatch_overlay.rules.categorize import KeyGate
+    rnd = random.Random(11)
+    alphabet = "ab_.-(\n*?[]!"
+
+    def word(n: int) -> str:
+        return "".join(rnd.choice(alphabet) for _ in range(rnd.randrange(0, n)))
+
+    shapes = [lambda w: f"*{w}*", lambda w: f"{w}*", lambda w: f"*{w}", lambda w: w, lambda w: f"{w}*{w}",
+              lambda w: f"{w}?", lambda w: f"[ab]{w}", lambda w: "*", lambda w: "**" + w]
+    for _ in range(400):
+        globs = [rnd.choice(shapes)(word(4).replace("*", "").replace("?", "").replace("[", "").replace("]", ""))
+                 for _ in range(rnd.randrange(1, 6))]
+        globs += [word(5) for _ in range(rnd.randrange(0, 2))]        # any glob at all
+        gate = KeyGate(globs)
+        for key in [word(8) for _ in range(60)] + ["", "a", "ab", "b_a", "550e8400-e29b-41d4"]:
+            expected = any(fnmatch.fnmatchcase(key, g) for g in globs)
+            assert gate.match(key) == expected, (globs, key)
