@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import reprlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -50,6 +51,10 @@ class Document:
 
 
 # -- format and errors -----------------------------------------------------------------
+
+# an id quoted in a warning, shortened: a warning stays one short line whatever the file holds
+_ID_REPR = reprlib.Repr()
+_ID_REPR.maxstring = 60
 
 def json_format(path: Path) -> str:
     """"jsonl" or "json": by suffix, else by whether the first line is a whole value.
@@ -334,7 +339,7 @@ class JsonConnector(Connector):
                     if key in keys:
                         shared += 1
                         line = f":{doc.line}" if doc.line is not None else ""
-                        first = first or f"{self.path}{line} id {', '.join(rec.pk.values())!r}"
+                        first = first or f"{self.path}{line} id {_ID_REPR.repr(', '.join(rec.pk.values()))}"
                     else:
                         keys.add(key)
                 yield rec

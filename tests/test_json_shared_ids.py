@@ -118,3 +118,15 @@ def test_a_json_array_with_a_repeated_id(tmp_path, monkeypatch):
                 "the last one read is kept"]
             rows = store.conn.execute("SELECT text FROM facts WHERE status = 'active' ORDER BY text").fetchall()
             assert [r[0] for r in rows] == ["Likes tea", "Lives in Lisbon"]
+
+
+def test_a_long_shared_id_is_shortened_in_the_warning(tmp_path, monkeypatch):
+    monkeypatch.setattr(sync_module, "SNAPSHOTS", False)
+    path = tmp_path / "big.jsonl"
+    big = "x" * 100_000 + "\nend"
+    write_jsonl(path, [{"id": big, "text": "Lives in Paris"}, {"id": big, "text": "Lives in Rome"}])
+    cfg = config_for(path)
+    with OverlayStore(tmp_path / "overlay.db") as store:
+        stats = SyncEngine(store, cfg).sync(cfg.sources[0], as_of=AS_OF, now=AS_OF)
+    (warning,) = [w for w in stats.warnings if "share an id" in w]
+    assert len(warning) < len(str(path)) + 200 and "\n" not in warning and "xxx...xxx" in warning
