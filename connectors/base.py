@@ -175,12 +175,15 @@ class Connector(abc.ABC):
     # True when a full read reads every byte of its files (a JSON document is parsed whole):
     # hashing them always costs less than the read, at any size.
     reads_whole_files: ClassVar[bool] = False
+    # True when the source's own file (`path`) is all a full read reads (SQLite, JSON)
+    reads_own_file: ClassVar[bool] = False
 
     def snapshot_files(self) -> list[Path] | None:
         """Every file a full read reads, when equal bytes in them mean an equal read (a SQLite
         file's -wal and -journal are added by the digest); None when a full read also reads
         something that cannot be hashed (a server, a folder). Opened read-only to hash."""
-        return None
+        path = self.source.resolved_path
+        return [path] if self.reads_own_file and path is not None else None
 
     def rows_bound(self) -> int:
         """A bound on the rows a full read reads, known without reading them (0: unknown);

@@ -56,6 +56,7 @@ class Document:
 _ID_REPR = reprlib.Repr()
 _ID_REPR.maxstring = 60
 
+
 def json_format(path: Path) -> str:
     """"jsonl" or "json": by suffix, else by whether the first line is a whole value.
 
@@ -259,6 +260,7 @@ class JsonConnector(Connector):
     kind = "json"
     description = "JSON or JSON Lines file: records chosen by a selector, fields by dotted paths"
     reads_whole_files = True     # a full read parses every byte
+    reads_own_file = True
 
     def __init__(self, source: SourceConfig):
         super().__init__(source)
@@ -287,10 +289,6 @@ class JsonConnector(Connector):
 
     def close(self) -> None:
         self.path = None
-
-    def snapshot_files(self) -> list[Path] | None:
-        path = self.source.resolved_path
-        return [path] if path is not None else None
 
     def describe(self) -> list[TableInfo]:
         return describe_file(self.path or self.source.resolved_path)
@@ -338,8 +336,9 @@ class JsonConnector(Connector):
                     key = hash(tuple(rec.pk.items()))
                     if key in keys:
                         shared += 1
-                        line = f":{doc.line}" if doc.line is not None else ""
-                        first = first or f"{self.path}{line} id {_ID_REPR.repr(', '.join(rec.pk.values()))}"
+                        if not first:
+                            line = f":{doc.line}" if doc.line is not None else ""
+                            first = f"{self.path}{line} id {_ID_REPR.repr(', '.join(rec.pk.values()))}"
                     else:
                         keys.add(key)
                 yield rec

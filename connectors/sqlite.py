@@ -107,6 +107,7 @@ class SqliteConnector(TableConnector):
     kind = "sqlite"
     description = "SQLite file: a table or a read-only SELECT, columns mapped in memwatch.toml"
     dialect = "sqlite"
+    reads_own_file = True       # (a source snapshot hashes the file, with its -wal and -journal)
     # Columns a preset reads beyond the mapping (memlife's superseded_by...); absent ones are skipped.
     extra_columns: tuple[str, ...] = ()
     # Whether read() yields one record per table row under the mapped key, so the key-only
@@ -669,10 +670,6 @@ class SqliteConnector(TableConnector):
             return cur.fetchall()[0][0]
         finally:
             cur.close()
-
-    def snapshot_files(self) -> list[Path] | None:
-        path = self.source.resolved_path
-        return [path] if path is not None else None
 
     def rows_bound(self) -> int:
         """The mapped table's largest rowid (0 for a query, a view, a WITHOUT ROWID table)."""

@@ -66,7 +66,7 @@ class KeyGate:
     scans the key). Most globs are a literal with a `*` at either end or none: `*email*` is
     'contains' (all of them one alternation of plain strings), `job*` 'starts with', `*_at`
     'ends with', `mail` 'equals'; only the other globs (`?`, `[…]`, an inner `*`) go through
-    fnmatch's patterns. 100k keys: 0.37 → 0.02 s short ids, 1.46 → 0.04 s uuids."""
+    fnmatch's patterns. 100k keys (default pack): 0.37 → 0.04 s short ids, 1.46 → 0.07 s uuids."""
 
     def __init__(self, globs: list[str]):
         contains, prefixes, suffixes, exact, other = [], [], [], set(), []

@@ -80,8 +80,6 @@ class OverlayDescribedFolders:
             return None
 
     def remember(self, folder: str, signature: list, tables: list[TableInfo]) -> None:
-        if self.store.in_transaction():
-            return
         self.store.set_meta(f"described:{folder}", {
             "signature": signature, "version": __version__,
             "tables": [{"name": t.name, "columns": list(t.columns), "pk": list(t.pk), "rowid": t.rowid}

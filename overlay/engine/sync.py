@@ -507,9 +507,7 @@ class SyncEngine:
                         pks.append(prefix + _enc(rec[1]) + "}")
                     else:
                         pks.append(pk_json(rec.pk))
-                records = page
-                if len(set(pks)) < len(pks):
-                    records, pks = _last_of_each(page, pks)
+                records, pks = _last_of_each(page, pks)
                 stored = store.stored_for_compare(source_id, pks)
                 ids: list[int] = []
                 dead = False
@@ -1169,6 +1167,8 @@ def _last_of_each(page: list, pks: list[str]) -> tuple[list, list[str]]:
     is compared with the fact stored before the page, not with one an earlier record of the
     page would write."""
     last = {pk: i for i, pk in enumerate(pks)}
+    if len(last) == len(pks):         # (the usual page: every key once)
+        return page, pks
     keep = sorted(last.values())
     return [page[i] for i in keep], [pks[i] for i in keep]
 
