@@ -249,13 +249,37 @@ SHIFT_OUTDATES = {"ended": 1, "switched": 1, "began": 1, "resolved": 1, "correct
                   "same": 0, "hedged": 0, "someone_else": 0, "temporary": 0, "events": 0}
 
 
-def own_examples(learned: Learned, embedder=None, shifts: bool = False, exclude: frozenset[str] = frozenset()):
-    """The project's own labelled pairs (tests/contradiction_cases.py, and with ``shifts`` the
-    minimal pairs of tools/cue_corpus.py): training only, never scored."""
+PAIR_CORPUS = ROOT / "tools" / "pair_corpus.jsonl"
+
+
+def corpus_pairs(exclude: frozenset[str] = frozenset()) -> list[tuple[str, None, str, int]]:
+    """The labelled (older memory, newer text) pairs of tools/pair_corpus.jsonl as
+    (old, key, new, label); a pair goes when either text is in ``exclude``."""
+    out = []
+    for line in PAIR_CORPUS.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            d = json.loads(line)
+            if d["old"] not in exclude and d["new"] not in exclude:
+                out.append((d["old"], None, d["new"], int(d["label"])))
+    return out
+
+
+def corpus_sentences() -> list[str]:
+    """Both texts of every pair of tools/pair_corpus.jsonl."""
+    return [t for old, _, new, _ in corpus_pairs() for t in (old, new)]
+
+
+def own_examples(learned: Learned, embedder=None, shifts: bool = False, exclude: frozenset[str] = frozenset(),
+                 pairs: bool = False):
+    """The project's own labelled pairs (tests/contradiction_cases.py, with ``shifts`` the
+    minimal pairs of tools/cue_corpus.py, with ``pairs`` those of tools/pair_corpus.jsonl):
+    training only, never scored."""
     sys.path.insert(0, str(ROOT / "tests"))
     from contradiction_cases import PARAPHRASES
     det = Detector(learned=learned, embedder=embedder)
     out = []
+    if pairs:
+        PARAPHRASES = list(PARAPHRASES) + corpus_pairs(exclude)
     if shifts:
         import cue_corpus
         flat = [(c, a, b) for c, pairs in cue_corpus.SHIFTS.items() for a, b in pairs
@@ -481,6 +505,12 @@ def main(argv=None) -> int:
                     help="--embeddings: leave out the cue prototype features (an ablation)")
     ap.add_argument("--no-shift-pairs", action="store_true",
                     help="--embeddings: do not train on tools/cue_corpus.py's minimal pairs (an ablation)")
+    ap.add_argument("--shift-pairs", action="store_true",
+                    help="rules mode: train on tools/cue_corpus.py's minimal pairs too (the embeddings mode does)")
+    ap.add_argument("--pair-topics", action="store_true",
+                    help="fit the topic model on the texts of tools/pair_corpus.jsonl too (slot_corpus.pair_sentences)")
+    ap.add_argument("--no-pair-corpus", action="store_true",
+                    help="do not train on tools/pair_corpus.jsonl's labelled pairs (an ablation)")
     ap.add_argument("--reuse-topics", action="store_true", help="keep rules/topic_model.json as it is")
     ap.add_argument("--keep-near-copies", action="store_true",
                     help="cross-validate with the full topic model (see near_copies: optimistic)")
@@ -509,7 +539,7 @@ def main(argv=None) -> int:
                          "'Note 3 on employment' then take a topic and meet more facts in the block index")
     a = ap.parse_args(argv)
     globals()["STATIC_TOPICS"] = a.static_topics
-    slot_corpus.use_casual(not a.base_corpus, generated=a.generated)
+    slot_corpus.use_casual(not a.base_corpus, generated=a.generated, pairs=a.pair_topics)
     globals().update(TOPIC_C=a.topic_C, TOPIC_BALANCED=a.balanced_topics)
 
     cases = {p: load_cases(p) for p in a.cases}
@@ -533,7 +563,8 @@ def main(argv=None) -> int:
     print(f"cross-validation uses a topic model without the {len(skip)} corpus templates that "
           f"near-copy a text of the cases files")
     embedder = protos = protos_cv = cue_protos = cue_protos_cv = None
-    shifts = a.embeddings and not a.no_shift_pairs
+    shifts = (a.embeddings or a.shift_pairs) and not a.no_shift_pairs
+    pairs = not a.no_pair_corpus and PAIR_CORPUS.exists()
     cue_skip: frozenset[str] = frozenset()
     if a.embeddings:
         from memwatch_overlay.overlay.detect.embeddings import Embedder
@@ -576,11 +607,18 @@ def main(argv=None) -> int:
     print(f"{len(ex)} pairs, {sum(e[4] for e in ex)} contradicted; mode {mode}")
     rules_only = {i: (e[5] and not e[6], 0, 0) for i, e in enumerate(ex)}
     rep = {"rules_alone": report(ex, rules_only, "rules alone      ")}
-    own = own_examples(learned_cv, embedder, shifts=shifts, exclude=cue_skip)
+    if not a.keep_near_copies:     # the own pairs trained on leave out near-copies of a case text too
+        cue_skip |= frozenset(near_copy_sentences(cases, (cue_sentences() if shifts else [])
+                                                  + (corpus_sentences() if pairs else [])))
+    if pairs:
+        print(f"tools/pair_corpus.jsonl: {len(corpus_pairs())} pairs, "
+              f"{len(corpus_pairs()) - len(corpus_pairs(cue_skip))} left out of CV as near-copies of a case text")
+    own = own_examples(learned_cv, embedder, shifts=shifts, exclude=cue_skip, pairs=pairs)
     if embedder is not None and a.vector_file:
         _save_vectors(embedder, Path(a.vector_file))
     print(f"{len(own)} own labelled pairs (tests/contradiction_cases.py"
-          + (", tools/cue_corpus.py" if shifts else "") + ") added to every training fold")
+          + (", tools/cue_corpus.py" if shifts else "") + (", tools/pair_corpus.jsonl" if pairs else "")
+          + ") added to every training fold")
     for mp in ([float(x) for x in a.curve.split(",")] if a.curve else []):
         c_oof, c_ths = cross_validate(ex, a.folds, a.C, mp, own,
                                       picker=_pick_threshold_counted if a.embeddings else None)
@@ -599,7 +637,7 @@ def main(argv=None) -> int:
     if a.write:
         if skip or cue_skip:    # the shipped weights are fitted on the features of the shipped models
             ex = pair_examples(cases, learned, embedder)
-            own = own_examples(learned, embedder, shifts=shifts)
+            own = own_examples(learned, embedder, shifts=shifts, pairs=pairs)
         keep = [e for e in ex if not e[6]]
         v, m = _fit([e[3] for e in keep] + [o[0] for o in own], [e[4] for e in keep] + [o[1] for o in own], a.C)
         weights = {name: round(float(w), 4) for name, w in zip(v.feature_names_, m.coef_[0]) if abs(w) >= 1e-4}
@@ -608,7 +646,8 @@ def main(argv=None) -> int:
         pair["modes"][mode] = {"bias": round(float(m.intercept_[0]), 4), "weights": weights,
                                "threshold": statistics.median(ths), "C": a.C,
                                "trained_on": [Path(p).name for p in a.cases] + ["tools/slot_corpus.py"]
-                               + (["tools/cue_corpus.py"] if shifts else []),
+                               + (["tools/cue_corpus.py"] if shifts else [])
+                               + (["tools/pair_corpus.jsonl"] if pairs else []),
                                "pairs": len(keep)}
         if not reused:
             TOPIC_FILE.write_text(json.dumps(topic, separators=(",", ":")) + "\n")
