@@ -509,8 +509,8 @@ def main(argv=None) -> int:
                     help="rules mode: train on tools/cue_corpus.py's minimal pairs too (the embeddings mode does)")
     ap.add_argument("--pair-topics", action="store_true",
                     help="fit the topic model on the texts of tools/pair_corpus.jsonl too (slot_corpus.pair_sentences)")
-    ap.add_argument("--no-pair-corpus", action="store_true",
-                    help="do not train on tools/pair_corpus.jsonl's labelled pairs (an ablation)")
+    ap.add_argument("--pair-corpus", action="store_true",
+                    help="train the pair model on tools/pair_corpus.jsonl's labelled pairs too (the shipped rules mode is)")
     ap.add_argument("--reuse-topics", action="store_true", help="keep rules/topic_model.json as it is")
     ap.add_argument("--keep-near-copies", action="store_true",
                     help="cross-validate with the full topic model (see near_copies: optimistic)")
@@ -564,7 +564,7 @@ def main(argv=None) -> int:
           f"near-copy a text of the cases files")
     embedder = protos = protos_cv = cue_protos = cue_protos_cv = None
     shifts = (a.embeddings or a.shift_pairs) and not a.no_shift_pairs
-    pairs = not a.no_pair_corpus and PAIR_CORPUS.exists()
+    pairs = a.pair_corpus
     cue_skip: frozenset[str] = frozenset()
     if a.embeddings:
         from memwatch_overlay.overlay.detect.embeddings import Embedder
