@@ -270,16 +270,30 @@ def corpus_sentences() -> list[str]:
 
 
 def own_examples(learned: Learned, embedder=None, shifts: bool = False, exclude: frozenset[str] = frozenset(),
-                 pairs: bool = False):
+                 pairs: bool = False, base_rate: float | None = None):
     """The project's own labelled pairs (tests/contradiction_cases.py, with ``shifts`` the
     minimal pairs of tools/cue_corpus.py, with ``pairs`` those of tools/pair_corpus.jsonl):
-    training only, never scored."""
+    training only, never scored. Each is (features, label, rule flag, confirmed, weight).
+
+    ``base_rate``: the share of contradicted pairs among the cases' pairs. The corpus holds as
+    many pairs that outdate the memory as pairs that do not, where a store's related pairs
+    are mostly restatements and small talk; its positive pairs are weighed down so that the
+    corpus says what tells the two apart without moving the model's prior to one in two
+    (unweighted, the rules-mode model flagged "I prefer window seats" <- "I just joined Stripe"
+    at 0.71 where the model before the corpus said 0.05)."""
     sys.path.insert(0, str(ROOT / "tests"))
     from contradiction_cases import PARAPHRASES
     det = Detector(learned=learned, embedder=embedder)
     out = []
+    weights = [1.0] * len(PARAPHRASES)
     if pairs:
-        PARAPHRASES = list(PARAPHRASES) + corpus_pairs(exclude)
+        extra = corpus_pairs(exclude)
+        n_pos = sum(p[3] for p in extra)
+        w_pos = 1.0
+        if base_rate is not None and n_pos:
+            w_pos = base_rate / (1.0 - base_rate) * (len(extra) - n_pos) / n_pos
+        PARAPHRASES = list(PARAPHRASES) + extra
+        weights += [w_pos if p[3] else 1.0 for p in extra]
     if shifts:
         import cue_corpus
         flat = [(c, a, b) for c, pairs in cue_corpus.SHIFTS.items() for a, b in pairs
@@ -288,25 +302,27 @@ def own_examples(learned: Learned, embedder=None, shifts: bool = False, exclude:
         # something else outdates nothing)
         PARAPHRASES = (list(PARAPHRASES) + [(a, None, b, SHIFT_OUTDATES[c]) for c, a, b in flat]
                        + [(flat[i][1], None, flat[(i + 37) % len(flat)][2], 0) for i in range(len(flat))])
+        weights += [1.0] * (len(PARAPHRASES) - len(weights))
     if embedder is not None:
         embedder.embed(sorted({det.embedding_text(FactView("x", "case", None, p[0], "", 0.0)) for p in PARAPHRASES}
                               | {t for p in PARAPHRASES
                                  for t in det.embedding_texts(FactView("x", "case", None, p[2], "", 0.0))}))
-    for old, key, new, label in PARAPHRASES:
+    for (old, key, new, label), weight in zip(PARAPHRASES, weights):
         o = FactView("old", "case", key, old, "general", T0 - 300 * DAY)
         n = FactView("new", "case", None, new, "general", T0)
         f = det.pair_features(n, [o])[0]
         rule = bool(f.get("r_value", 0) or f.get("r_cue", 0))
-        out.append((f, int(label), rule, bool(f.get("r_confirmed"))))
+        out.append((f, int(label), rule, bool(f.get("r_confirmed")), weight))
     return out
 
 
-def _fit(feats: list[dict], y: list[int], C: float):
+def _fit(feats: list[dict], y: list[int], C: float, weights: list[float] | None = None):
+    """The pair model: logistic regression over the features (``weights``: per example, 1 when None)."""
     from sklearn.feature_extraction import DictVectorizer
     from sklearn.linear_model import LogisticRegression
     v = DictVectorizer()
     X = v.fit_transform(feats)
-    m = LogisticRegression(C=C, max_iter=2000).fit(X, y)
+    m = LogisticRegression(C=C, max_iter=2000).fit(X, y, sample_weight=weights)
     return v, m
 
 
@@ -353,6 +369,7 @@ def cross_validate(ex, folds: int, C: float, min_p: float, own=(), picker=None):
     conf = [bool(ex[i][3].get("r_confirmed")) for i in idx]
     own_f = [o[0] for o in own]
     own_y = [o[1] for o in own]
+    own_w = [o[4] for o in own]
     oof = {}
     ths = []
     for tr, te in GroupKFold(folds).split(feats, y, groups):
@@ -362,14 +379,14 @@ def cross_validate(ex, folds: int, C: float, min_p: float, own=(), picker=None):
         for itr, ite in GroupKFold(4).split(tr, groups=tg):
             a = [tr[i] for i in itr]
             b = [tr[i] for i in ite]
-            mdl = _fit([feats[i] for i in a] + own_f, [y[i] for i in a] + own_y, C)
+            mdl = _fit([feats[i] for i in a] + own_f, [y[i] for i in a] + own_y, C, [1.0] * len(a) + own_w)
             inner_p += [0.0 if conf[i] or not Learned.related(feats[i]) else p
                         for i, p in zip(b, _prob(mdl, [feats[i] for i in b]))]
             inner_y += [y[i] for i in b]
             inner_r += [rule[i] for i in b]
         t = (picker or _pick_threshold)(inner_p, inner_y, inner_r, min_p)
         ths.append(t)
-        mdl = _fit([feats[i] for i in tr] + own_f, [y[i] for i in tr] + own_y, C)
+        mdl = _fit([feats[i] for i in tr] + own_f, [y[i] for i in tr] + own_y, C, [1.0] * len(tr) + own_w)
         for i, p in zip(te, _prob(mdl, [feats[i] for i in te])):
             p = 0.0 if conf[i] or not Learned.related(feats[i]) else p   # as Detector._learned
             oof[idx[i]] = (rule[i] or p >= t, p, t)
@@ -511,6 +528,9 @@ def main(argv=None) -> int:
                     help="fit the topic model on the texts of tools/pair_corpus.jsonl too (slot_corpus.pair_sentences)")
     ap.add_argument("--pair-corpus", action="store_true",
                     help="train the pair model on tools/pair_corpus.jsonl's labelled pairs too (the shipped rules mode is)")
+    ap.add_argument("--corpus-unweighted", action="store_true",
+                    help="--pair-corpus: weigh its pairs that outdate the memory as much as the others (an ablation: "
+                         "by default they are weighed down to the cases' share of contradicted pairs)")
     ap.add_argument("--reuse-topics", action="store_true", help="keep rules/topic_model.json as it is")
     ap.add_argument("--keep-near-copies", action="store_true",
                     help="cross-validate with the full topic model (see near_copies: optimistic)")
@@ -613,7 +633,9 @@ def main(argv=None) -> int:
     if pairs:
         print(f"tools/pair_corpus.jsonl: {len(corpus_pairs())} pairs, "
               f"{len(corpus_pairs()) - len(corpus_pairs(cue_skip))} left out of CV as near-copies of a case text")
-    own = own_examples(learned_cv, embedder, shifts=shifts, exclude=cue_skip, pairs=pairs)
+    scored = [e for e in ex if not e[6]]
+    base_rate = None if a.corpus_unweighted else sum(e[4] for e in scored) / len(scored)
+    own = own_examples(learned_cv, embedder, shifts=shifts, exclude=cue_skip, pairs=pairs, base_rate=base_rate)
     if embedder is not None and a.vector_file:
         _save_vectors(embedder, Path(a.vector_file))
     print(f"{len(own)} own labelled pairs (tests/contradiction_cases.py"
@@ -637,9 +659,10 @@ def main(argv=None) -> int:
     if a.write:
         if skip or cue_skip:    # the shipped weights are fitted on the features of the shipped models
             ex = pair_examples(cases, learned, embedder)
-            own = own_examples(learned, embedder, shifts=shifts, pairs=pairs)
+            own = own_examples(learned, embedder, shifts=shifts, pairs=pairs, base_rate=base_rate)
         keep = [e for e in ex if not e[6]]
-        v, m = _fit([e[3] for e in keep] + [o[0] for o in own], [e[4] for e in keep] + [o[1] for o in own], a.C)
+        v, m = _fit([e[3] for e in keep] + [o[0] for o in own], [e[4] for e in keep] + [o[1] for o in own], a.C,
+                    [1.0] * len(keep) + [o[4] for o in own])
         weights = {name: round(float(w), 4) for name, w in zip(v.feature_names_, m.coef_[0]) if abs(w) >= 1e-4}
         pair_file = PAIR_FILES[mode]
         pair = json.loads(pair_file.read_text()) if pair_file.exists() else {"version": 1, "modes": {}}
