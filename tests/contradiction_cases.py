@@ -188,4 +188,6 @@ PARAPHRASES = [
     ('Girlfriend is Nina', 'partner', 'Nina moved in with me.', False),
     ('Lives in Boston', 'city', 'Boston to Chicago move is done, loving the new place!', True),
     ('Works at Pfizer', 'employer', "I'm a consultant at Deloitte now.", True),
+    # a note of a one-off event stays a true record of the past whatever changes later
+    ('Had coffee with Ben near the office in Leeds.', None, 'We moved to York.', False),
 ]

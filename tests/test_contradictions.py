@@ -20,8 +20,23 @@ def fact(ref, text, key=None, days_ago=0.0, subject="u1", category="general"):
                     learned_at=1_800_000_000.0 - days_ago * DAY)
 
 
-@pytest.mark.parametrize("old,key,new,expected", PARAPHRASES,
-                         ids=[f"{i}:{p[0][:20]}->{p[2][:25]}" for i, p in enumerate(PARAPHRASES)])
+# Pairs the shipped detector gets wrong (labelled as a careful reader would; strict: the day a
+# refit gets one right this fails, and the pair leaves this set).
+KNOWN_MISSES = {
+    ("Has no pets", "We adopted a kitten!"),
+    ("Is vegetarian", "Started eating chicken again."),
+    ("Works night shifts at the hospital", "I switched to day shifts."),
+}
+
+
+def _paraphrase_params():
+    for i, (old, key, new, expected) in enumerate(PARAPHRASES):
+        marks = (pytest.mark.xfail(strict=True, reason="a known miss of the shipped detector"),
+                 ) if (old, new) in KNOWN_MISSES else ()
+        yield pytest.param(old, key, new, expected, marks=marks, id=f"{i}:{old[:20]}->{new[:25]}")
+
+
+@pytest.mark.parametrize("old,key,new,expected", list(_paraphrase_params()))
 def test_paraphrases(detector, old, key, new, expected):
     found = detector.compare(fact("new", new), [fact("old", old, key=key, days_ago=300)])
     assert bool(found) is expected, found
