@@ -412,3 +412,21 @@ def test_the_api_never_stores_the_overlay_password(pg_server_dsn):
         with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
             conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
+
+
+def test_an_edge_stored_again_is_not_new_and_takes_the_new_evidence(tmp_path, pg_overlay):
+    """add_contradiction says whether the pair was new (a sync counts only new edges), and a
+    pair stored again keeps one row with the later kind, confidence, evidence and update, on
+    both backends."""
+    for target in (str(tmp_path / "o.db"), pg_overlay()):
+        audit(str(ROOT / "examples" / "my_agent.db"), None, as_of=AS_OF, overlay_path=target).close()
+        with OverlayStore(target) as store:
+            older, newer = [r[0] for r in store.conn.execute("SELECT id FROM facts ORDER BY id LIMIT 2")]
+            with store.transaction():
+                store.conn.execute("DELETE FROM contradictions WHERE older_id = ? AND newer_id = ?", (older, newer))
+                assert store.add_contradiction(older, newer, "value", 0.5, "first", None, 1.0) is True
+                assert store.add_contradiction(older, newer, "cue", 0.9, "second", {"action": "EXPIRE"}, 2.0) is False
+            assert [tuple(r) for r in store.conn.execute(
+                "SELECT kind, confidence, evidence, update_json, detected_at FROM contradictions "
+                "WHERE older_id = ? AND newer_id = ?", (older, newer))] == [
+                ("cue", 0.9, "second", '{"action": "EXPIRE"}', 1.0)], target

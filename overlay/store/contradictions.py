@@ -21,15 +21,16 @@ class ContradictionsRepo(RepoBase):
                           evidence: str, update: dict | None, now: float) -> bool:
         """Store the edge (its kind, confidence, evidence and update replace a stored one's);
         True when the pair was not stored yet."""
-        new = self.conn.execute("SELECT 1 FROM contradictions WHERE older_id = ? AND newer_id = ?",
-                                (older_id, newer_id)).fetchone() is None
-        self.conn.execute(
-            "INSERT INTO contradictions (older_id, newer_id, kind, confidence, evidence, update_json, detected_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (older_id, newer_id) DO UPDATE SET "
-            "kind = excluded.kind, confidence = excluded.confidence, evidence = excluded.evidence, "
-            "update_json = excluded.update_json",
-            (older_id, newer_id, kind, confidence, evidence, json.dumps(update) if update else None, now))
-        return new
+        update_json = json.dumps(update) if update else None
+        if self.conn.execute(
+                "INSERT INTO contradictions (older_id, newer_id, kind, confidence, evidence, update_json, detected_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (older_id, newer_id) DO NOTHING",
+                (older_id, newer_id, kind, confidence, evidence, update_json, now)).rowcount:
+            return True
+        self.conn.execute("UPDATE contradictions SET kind = ?, confidence = ?, evidence = ?, update_json = ? "
+                          "WHERE older_id = ? AND newer_id = ?",
+                          (kind, confidence, evidence, update_json, older_id, newer_id))
+        return False
 
     def add_new_contradictions(self, rows: list[tuple], now: float) -> int:
         """Insert (older_id, newer_id, kind, confidence, evidence, update) rows, keeping any
