@@ -9,7 +9,6 @@ states nothing about the user, so the model learns when a text has no slot.
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 FILL = {
     "CO": ["Google", "Stripe", "Deloitte", "Grab", "Shopify", "Siemens", "Accenture", "Globant",
@@ -553,34 +552,12 @@ BASE_FILL = {k: list(v) for k, v in FILL.items()}
 casual_variant = None   # set by use_casual: wraps a sentence in a chat opener and tail
 
 
-# tools/pair_corpus.jsonl's slot names that are not topics (their texts are left out) or go by another name
-PAIR_SLOTS = {"preferences": None, "ownership": None, "skill level": "ability"}
-
-
-def pair_sentences() -> dict[str, list[str]]:
-    """slot -> the texts of tools/pair_corpus.jsonl's pairs: both texts are about the pair's
-    slot, but a newer text of kind "unrelated" (the slot's words, another meaning) is "other"."""
-    import json
-    out: dict[str, list[str]] = {}
-    path = Path(__file__).with_name("pair_corpus.jsonl")
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        d = json.loads(line)
-        slot = PAIR_SLOTS.get(d["slot"], d["slot"])
-        if slot is None:
-            continue
-        out.setdefault(slot, []).append(d["old"])
-        out.setdefault("other" if d["kind"] == "unrelated" else slot, []).append(d["new"])
-    return out
-
-
 def use_casual(on: bool = True, generated: bool = False, pairs: bool = False) -> None:
     """Add (or, ``on=False``, leave out) the casual block of tools/casual_corpus.py: implicit
     phrasings per slot, a large "no slot" class and chat wrappers for every class; with
     ``generated`` also the generated block of tools/generated_corpus.py (predicates and noun
     phrases per slot crossed with shared frames); with ``pairs`` the texts of
-    tools/pair_corpus.jsonl's labelled pairs (``pair_sentences``). T and FILL are changed in
+    tools/pair_corpus.jsonl's labelled pairs (``pair_corpus.sentences_by_topic``). T and FILL are changed in
     place (train_detector reads them at fit time)."""
     import casual_corpus
     global casual_variant
@@ -604,7 +581,8 @@ def use_casual(on: bool = True, generated: bool = False, pairs: bool = False) ->
         for k, v in generated_corpus.templates().items():
             T.setdefault(k, []).extend(t for t in v if t not in T[k])
     if pairs:
-        for k, v in pair_sentences().items():
+        import pair_corpus
+        for k, v in pair_corpus.sentences_by_topic().items():
             T.setdefault(k, []).extend(t for t in v if t not in T[k])
 
 

@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 from memwatch_overlay.overlay.detect.detector import Detector, FactView  # noqa: E402
 from memwatch_overlay.overlay.detect.learned import Learned, load_cues, topic_features  # noqa: E402
 from memwatch_overlay.overlay.detect.wordvec import load_word_vectors  # noqa: E402
+import pair_corpus  # noqa: E402
 import slot_corpus  # noqa: E402
 
 BUCKETS = 1 << 15
@@ -249,26 +250,6 @@ SHIFT_OUTDATES = {"ended": 1, "switched": 1, "began": 1, "resolved": 1, "correct
                   "same": 0, "hedged": 0, "someone_else": 0, "temporary": 0, "events": 0}
 
 
-PAIR_CORPUS = ROOT / "tools" / "pair_corpus.jsonl"
-
-
-def corpus_pairs(exclude: frozenset[str] = frozenset()) -> list[tuple[str, None, str, int]]:
-    """The labelled (older memory, newer text) pairs of tools/pair_corpus.jsonl as
-    (old, key, new, label); a pair goes when either text is in ``exclude``."""
-    out = []
-    for line in PAIR_CORPUS.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            d = json.loads(line)
-            if d["old"] not in exclude and d["new"] not in exclude:
-                out.append((d["old"], None, d["new"], int(d["label"])))
-    return out
-
-
-def corpus_sentences() -> list[str]:
-    """Both texts of every pair of tools/pair_corpus.jsonl."""
-    return [t for old, _, new, _ in corpus_pairs() for t in (old, new)]
-
-
 def own_examples(learned: Learned, embedder=None, shifts: bool = False, exclude: frozenset[str] = frozenset(),
                  pairs: bool = False, base_rate: float | None = None):
     """The project's own labelled pairs (tests/contradiction_cases.py, with ``shifts`` the
@@ -285,29 +266,27 @@ def own_examples(learned: Learned, embedder=None, shifts: bool = False, exclude:
     from contradiction_cases import PARAPHRASES
     det = Detector(learned=learned, embedder=embedder)
     out = []
-    weights = [1.0] * len(PARAPHRASES)
+    labelled = [(*p, 1.0) for p in PARAPHRASES]     # (old, key, new, label, weight)
     if pairs:
-        extra = corpus_pairs(exclude)
+        extra = pair_corpus.pairs(exclude)
         n_pos = sum(p[3] for p in extra)
         w_pos = 1.0
         if base_rate is not None and n_pos:
             w_pos = base_rate / (1.0 - base_rate) * (len(extra) - n_pos) / n_pos
-        PARAPHRASES = list(PARAPHRASES) + extra
-        weights += [w_pos if p[3] else 1.0 for p in extra]
+        labelled += [(*p, w_pos if p[3] else 1.0) for p in extra]
     if shifts:
         import cue_corpus
         flat = [(c, a, b) for c, pairs in cue_corpus.SHIFTS.items() for a, b in pairs
                 if c in SHIFT_OUTDATES and a not in exclude and b not in exclude]
         # each minimal pair, and its newer text against another pair's older fact (a cue about
         # something else outdates nothing)
-        PARAPHRASES = (list(PARAPHRASES) + [(a, None, b, SHIFT_OUTDATES[c]) for c, a, b in flat]
-                       + [(flat[i][1], None, flat[(i + 37) % len(flat)][2], 0) for i in range(len(flat))])
-        weights += [1.0] * (len(PARAPHRASES) - len(weights))
+        labelled += ([(a, None, b, SHIFT_OUTDATES[c], 1.0) for c, a, b in flat]
+                     + [(flat[i][1], None, flat[(i + 37) % len(flat)][2], 0, 1.0) for i in range(len(flat))])
     if embedder is not None:
-        embedder.embed(sorted({det.embedding_text(FactView("x", "case", None, p[0], "", 0.0)) for p in PARAPHRASES}
-                              | {t for p in PARAPHRASES
+        embedder.embed(sorted({det.embedding_text(FactView("x", "case", None, p[0], "", 0.0)) for p in labelled}
+                              | {t for p in labelled
                                  for t in det.embedding_texts(FactView("x", "case", None, p[2], "", 0.0))}))
-    for (old, key, new, label), weight in zip(PARAPHRASES, weights):
+    for old, key, new, label, weight in labelled:
         o = FactView("old", "case", key, old, "general", T0 - 300 * DAY)
         n = FactView("new", "case", None, new, "general", T0)
         f = det.pair_features(n, [o])[0]
@@ -525,7 +504,7 @@ def main(argv=None) -> int:
     ap.add_argument("--shift-pairs", action="store_true",
                     help="rules mode: train on tools/cue_corpus.py's minimal pairs too (the embeddings mode does)")
     ap.add_argument("--pair-topics", action="store_true",
-                    help="fit the topic model on the texts of tools/pair_corpus.jsonl too (slot_corpus.pair_sentences)")
+                    help="fit the topic model on the texts of tools/pair_corpus.jsonl too (pair_corpus.sentences_by_topic)")
     ap.add_argument("--pair-corpus", action="store_true",
                     help="train the pair model on tools/pair_corpus.jsonl's labelled pairs too (measured; the shipped models are not)")
     ap.add_argument("--corpus-unweighted", action="store_true",
@@ -628,11 +607,13 @@ def main(argv=None) -> int:
     rules_only = {i: (e[5] and not e[6], 0, 0) for i, e in enumerate(ex)}
     rep = {"rules_alone": report(ex, rules_only, "rules alone      ")}
     if not a.keep_near_copies:     # the own pairs trained on leave out near-copies of a case text too
-        cue_skip |= frozenset(near_copy_sentences(cases, (cue_sentences() if shifts else [])
-                                                  + (corpus_sentences() if pairs else [])))
+        # (the embeddings mode has left out the cue corpus's above, for its cue prototypes)
+        cue_skip |= frozenset(near_copy_sentences(cases, (cue_sentences() if shifts and not a.embeddings else [])
+                                                  + (pair_corpus.sentences() if pairs else [])))
     if pairs:
-        print(f"tools/pair_corpus.jsonl: {len(corpus_pairs())} pairs, "
-              f"{len(corpus_pairs()) - len(corpus_pairs(cue_skip))} left out of CV as near-copies of a case text")
+        n_pairs = len(pair_corpus.rows())
+        print(f"tools/pair_corpus.jsonl: {n_pairs} pairs, "
+              f"{n_pairs - len(pair_corpus.pairs(cue_skip))} left out of CV as near-copies of a case text")
     scored = [e for e in ex if not e[6]]
     base_rate = None if a.corpus_unweighted else sum(e[4] for e in scored) / len(scored)
     own = own_examples(learned_cv, embedder, shifts=shifts, exclude=cue_skip, pairs=pairs, base_rate=base_rate)

@@ -1,0 +1,48 @@
+"""The labelled (older memory, newer text) pairs of tools/pair_corpus.jsonl, read once.
+
+Each line: ``slot`` (the memory's topic), ``old``, ``new``, ``label`` (1: the newer text means
+the memory is no longer true as stored) and ``kind`` (how: switched, ended, began ...; or why
+not: same, someone_else, hedged, event_then_state_change ...). Written for this project by
+independent authors from slot names and kinds only, never from an eval case (format, origin and
+what was measured with them: docs/contradictions.md). tools/train_detector.py --pair-corpus
+trains the pair model on them; --pair-topics also gives their texts to the topic model.
+"""
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+PATH = Path(__file__).with_name("pair_corpus.jsonl")
+# slot names of the corpus that are no topic of the topic model (None: their texts are left
+# out of it) or that it names otherwise
+TOPIC_OF_SLOT = {"preferences": None, "ownership": None, "skill level": "ability"}
+
+
+@functools.lru_cache(maxsize=1)
+def rows() -> tuple[dict, ...]:
+    return tuple(json.loads(line) for line in PATH.read_text(encoding="utf-8").splitlines() if line.strip())
+
+
+def pairs(exclude: frozenset[str] = frozenset()) -> list[tuple[str, None, str, int]]:
+    """(old, key, new, label) of every pair, but those with a text in ``exclude``."""
+    return [(r["old"], None, r["new"], int(r["label"])) for r in rows()
+            if r["old"] not in exclude and r["new"] not in exclude]
+
+
+def sentences() -> list[str]:
+    """Both texts of every pair."""
+    return [t for r in rows() for t in (r["old"], r["new"])]
+
+
+def sentences_by_topic() -> dict[str, list[str]]:
+    """topic -> the texts about it: both texts of a pair are about its slot, but a newer text
+    of kind "unrelated" (the slot's words, another meaning) is "other"."""
+    out: dict[str, list[str]] = {}
+    for r in rows():
+        topic = TOPIC_OF_SLOT.get(r["slot"], r["slot"])
+        if topic is None:
+            continue
+        out.setdefault(topic, []).append(r["old"])
+        out.setdefault("other" if r["kind"] == "unrelated" else topic, []).append(r["new"])
+    return out
