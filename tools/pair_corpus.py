@@ -14,9 +14,8 @@ import json
 from pathlib import Path
 
 PATH = Path(__file__).with_name("pair_corpus.jsonl")
-# slot names of the corpus that are no topic of the topic model (None: their texts are left
-# out of it) or that it names otherwise
-TOPIC_OF_SLOT = {"preferences": None, "ownership": None, "skill level": "ability"}
+# the corpus's slots that are no topic of the topic model (their texts are left out of it)
+NOT_TOPICS = frozenset({"preferences", "ownership"})
 
 
 @functools.lru_cache(maxsize=1)
@@ -40,8 +39,8 @@ def sentences_by_topic() -> dict[str, list[str]]:
     of kind "unrelated" (the slot's words, another meaning) is "other"."""
     out: dict[str, list[str]] = {}
     for r in rows():
-        topic = TOPIC_OF_SLOT.get(r["slot"], r["slot"])
-        if topic is None:
+        topic = r["slot"]
+        if topic in NOT_TOPICS:
             continue
         out.setdefault(topic, []).append(r["old"])
         out.setdefault("other" if r["kind"] == "unrelated" else topic, []).append(r["new"])
