@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 from memwatch_overlay.overlay.detect.detector import Detector, FactView  # noqa: E402
 from memwatch_overlay.overlay.detect.learned import Learned, load_cues, topic_features  # noqa: E402
 from memwatch_overlay.overlay.detect.wordvec import load_word_vectors  # noqa: E402
+import aspect_corpus  # noqa: E402
 import pair_corpus  # noqa: E402
 import slot_corpus  # noqa: E402
 
@@ -47,6 +48,8 @@ DAY = 86400.0
 TOPIC_FILE = ROOT / "rules" / "topic_model.json"
 PROTO_FILE = ROOT / "rules" / "topic_prototypes.json"
 CUE_PROTO_FILE = ROOT / "rules" / "cue_prototypes.json"
+ASPECT_FILE = ROOT / "rules" / "aspect_model.json"
+ASPECT_C = 4.0
 PROTO_SCALE = 20.0
 PAIR_FILES = {"rules": ROOT / "rules" / "pair_model.json",
               "embeddings": ROOT / "rules" / "pair_model_embeddings.json"}
@@ -134,6 +137,37 @@ def train_topics(seed: int = 7, prune: float = 0.02, static: bool | None = None,
             "trained_on": f"tools/slot_corpus.py: {len(y)} sentences, {tid} templates, {len(classes)} slots",
             "cv_accuracy_by_template": round(acc, 3)}
     return data, acc
+
+
+def train_aspect(prune: float = 0.02) -> tuple[dict, float]:
+    """Fit the aspect model (episode or state, tools/aspect_corpus.py) in the topic model's
+    form: hashed n-grams and the static word vector, two classes. Its accuracy is measured
+    leaving one author out at a time (a style it has not seen)."""
+    from sklearn.linear_model import LogisticRegression
+    import numpy as np
+    wv = load_word_vectors()
+    data = aspect_corpus.rows()
+    X = _matrix([topic_features(r["text"], BUCKETS, wv) for r in data], BUCKETS + wv.dims)
+    y = np.array([r["aspect"] for r in data])
+    authors = np.array([r["author"] for r in data])
+    hits = 0
+    for a in sorted(set(authors)):
+        tr, te = authors != a, authors == a
+        m = LogisticRegression(C=ASPECT_C, max_iter=1000).fit(X[tr], y[tr])
+        hits += int((m.predict(X[te]) == y[te]).sum())
+    acc = hits / len(y)
+    m = LogisticRegression(C=ASPECT_C, max_iter=1000).fit(X, y)
+    # two classes: sklearn keeps one weight vector w for the second class; the softmax of
+    # (-w/2, +w/2) is the same sigmoid, in the topic model's per-class form
+    classes = [str(c) for c in m.classes_]
+    w, b = m.coef_[0] / 2.0, float(m.intercept_[0]) / 2.0
+    weights = {str(int(h)): [[0, round(-float(w[h]), 3)], [1, round(float(w[h]), 3)]]
+               for h in np.nonzero(np.abs(w) >= prune / 2.0)[0]}
+    out = {"version": 1, "buckets": BUCKETS, "dense_dims": wv.dims, "classes": classes,
+           "bias": [round(-b, 4), round(b, 4)], "weights": weights,
+           "trained_on": f"tools/aspect_corpus.py: {len(y)} memories, {len(set(authors))} authors",
+           "accuracy_leaving_one_author_out": round(acc, 3)}
+    return out, acc
 
 
 def _fills(template: str, seed: int, n: int = 4) -> list[str]:
@@ -510,6 +544,9 @@ def main(argv=None) -> int:
     ap.add_argument("--corpus-unweighted", action="store_true",
                     help="--pair-corpus: weigh its pairs that outdate the memory as much as the others (an ablation: "
                          "by default they are weighed down to the cases' share of contradicted pairs)")
+    ap.add_argument("--aspect", action="store_true",
+                    help="fit the aspect model (tools/aspect_corpus.jsonl): the pair model weighs "
+                         "how likely the older text records a one-off event")
     ap.add_argument("--reuse-topics", action="store_true", help="keep rules/topic_model.json as it is")
     ap.add_argument("--keep-near-copies", action="store_true",
                     help="cross-validate with the full topic model (see near_copies: optimistic)")
@@ -584,11 +621,17 @@ def main(argv=None) -> int:
             cue_protos = build_cue_prototypes(embedder)
             cue_protos_cv = build_cue_prototypes(embedder, exclude=cue_skip) if cue_skip else cue_protos
     wordvec = load_word_vectors()
+    aspect = None
+    if a.aspect:
+        aspect, aspect_acc = train_aspect()
+        print(f"aspect model: {aspect['trained_on']}; accuracy {aspect_acc:.3f} leaving one author out")
     cue_lexicons, topic_groups = load_cues()
     if a.no_near:
         topic_groups = {k: v for k, v in topic_groups.items() if k != "near"}
-    learned = Learned(topic, {"modes": {}}, cue_lexicons, topic_groups, prototypes=protos, wordvec=wordvec)
-    learned_cv = Learned(topic_cv, {"modes": {}}, cue_lexicons, topic_groups, prototypes=protos_cv, wordvec=wordvec)
+    learned = Learned(topic, {"modes": {}}, cue_lexicons, topic_groups, prototypes=protos, wordvec=wordvec,
+                      aspect=aspect)
+    learned_cv = Learned(topic_cv, {"modes": {}}, cue_lexicons, topic_groups, prototypes=protos_cv, wordvec=wordvec,
+                         aspect=aspect)
     if cue_protos is not None:
         from memwatch_overlay.overlay.detect.semantic_features import CuePrototypes
         learned.cue_protos = CuePrototypes(cue_protos)
@@ -651,10 +694,13 @@ def main(argv=None) -> int:
                                "threshold": statistics.median(ths), "C": a.C,
                                "trained_on": [Path(p).name for p in a.cases] + ["tools/slot_corpus.py"]
                                + (["tools/cue_corpus.py"] if shifts else [])
-                               + (["tools/pair_corpus.jsonl"] if pairs else []),
+                               + (["tools/pair_corpus.jsonl"] if pairs else [])
+                               + (["tools/aspect_corpus.jsonl"] if aspect else []),
                                "pairs": len(keep)}
         if not reused:
             TOPIC_FILE.write_text(json.dumps(topic, separators=(",", ":")) + "\n")
+        if aspect is not None:
+            ASPECT_FILE.write_text(json.dumps(aspect, separators=(",", ":")) + "\n")
         if protos is not None:
             PROTO_FILE.write_text(json.dumps(protos, separators=(",", ":")) + "\n")
         if cue_protos is not None:

@@ -226,9 +226,15 @@ class Learned:
     """The topic model, the cue lexicons and the pair model weights of each mode."""
 
     def __init__(self, topic: dict, pair: dict, cues: dict, groups: dict | None = None,
-                 prototypes: dict | None = None, wordvec: WordVectors | None = None):
+                 prototypes: dict | None = None, wordvec: WordVectors | None = None,
+                 aspect: dict | None = None):
         self.wordvec = wordvec
         self.topics = TopicModel(topic, wordvec)
+        # does an older text hold a lasting state or record a one-off event ("Had coffee with
+        # Ana near the office in Leeds" stays true whatever changes later)? A two-class model
+        # of the same form as the topic model (rules/aspect_model.json); None: not installed
+        self.aspect = TopicModel(aspect, wordvec) if aspect else None
+        self._episode = self.aspect.classes.index("episode") if self.aspect else -1
         gate = topic.get("gate", {})
         self.top_k, self.topic_min = int(gate.get("top_k", TOP_K)), float(gate.get("topic_min", TOPIC_MIN))
         self.want_k, self.want_min = int(gate.get("want_k", WANT_K)), float(gate.get("want_min", WANT_MIN))
@@ -522,6 +528,14 @@ class Learned:
         f["val_new*t_single"] = single * f["val_new"]
         f["val_new*t_multi"] = multi * f["val_new"]
         f["old_key"] = float(bool(old_key))
+        if self.aspect is not None:
+            ep = self.episode(self.old_text(old_text, old_key))
+            f.update(o_episode=ep, **{"o_episode*t_single": ep * single, "o_episode*t_min": ep * mn,
+                                     "o_episode*val_new": ep * f["val_new"],
+                                     "o_episode*val_diff": ep * f["val_diff"]})
+            for c in ("change", "ending", "start"):
+                if c in n.cues:
+                    f[f"o_episode*n_{c}"] = ep
         if n.vec is not None and o.vec is not None and sim is None:
             # (the embeddings mode weighs MiniLM itself: the static vectors distilled from it
             # added nothing there but noise, measured with the mode's grouped CV)
@@ -553,6 +567,11 @@ class Learned:
             f["val_diff*e_single"] = e_single * f["val_diff"]
             f["val_new*e_single"] = e_single * f["val_new"]
         return f
+
+    def episode(self, text: str) -> float:
+        """How likely a text records a one-off event rather than a lasting state (0 without
+        the aspect model)."""
+        return self.aspect.probs(text)[self._episode] if self.aspect is not None else 0.0
 
     def score(self, mode: str, feats: dict[str, float]) -> float:
         m = self.modes[mode]
@@ -660,7 +679,11 @@ def load_learned(topic_path: str | None = None, pair_path: str | None = None,
         protos = json.loads(_rules_file("topic_prototypes.json").read_text(encoding="utf-8"))
     except FileNotFoundError:
         protos = None
-    learned = Learned(topic, pair, *load_cues(), prototypes=protos, wordvec=load_word_vectors())
+    try:
+        aspect = json.loads(_rules_file("aspect_model.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        aspect = None
+    learned = Learned(topic, pair, *load_cues(), prototypes=protos, wordvec=load_word_vectors(), aspect=aspect)
     try:
         cue = json.loads(_rules_file("cue_prototypes.json").read_text(encoding="utf-8"))
     except FileNotFoundError:

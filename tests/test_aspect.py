@@ -1,0 +1,88 @@
+"""The aspect model (rules/aspect_model.json): does an older memory hold a lasting state or
+record a one-off event? The pair model weighs it, so that a note of an event is not read as a
+state a later change outdates."""
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+from memwatch_overlay.overlay.detect.detector import Detector, FactView
+from memwatch_overlay.overlay.detect.learned import TopicModel, _rules_file, load_learned
+from memwatch_overlay.overlay.detect.wordvec import load_word_vectors
+
+ROOT = Path(__file__).resolve().parents[1]
+DAY = 86400.0
+
+
+@pytest.fixture(scope="module")
+def learned():
+    m = load_learned()
+    assert m is not None and m.aspect is not None, "rules/aspect_model.json is not installed"
+    return m
+
+
+# None of these texts is in tools/aspect_corpus.jsonl (checked below): unseen memories.
+EPISODES = ["Had lunch with Mateus near the office in Curitiba on Thursday",
+            "Went to a birthday party at Olu's flat in Peckham",
+            "Took the train to Glasgow for a friend's graduation",
+            "Watched a football match with colleagues from Siemens at a bar",
+            "Met the new neighbours at the street party last Saturday"]
+STATES = ["Works as a pharmacist at Boots in Coventry",
+          "Lives in Curitiba with her two sisters",
+          "Has a tortoise called Shelly",
+          "Is allergic to shellfish",
+          "Drives a blue Skoda Octavia"]
+
+
+def test_the_texts_below_are_not_training_memories():
+    corpus = {json.loads(line)["text"] for line in
+              (ROOT / "tools" / "aspect_corpus.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()}
+    assert not corpus & set(EPISODES + STATES)
+
+
+@pytest.mark.parametrize("text", EPISODES)
+def test_a_note_of_an_event_reads_as_an_episode(learned, text):
+    assert learned.episode(text) > 0.5
+
+
+@pytest.mark.parametrize("text", STATES)
+def test_a_lasting_fact_reads_as_a_state(learned, text):
+    assert learned.episode(text) < 0.5
+
+
+def test_the_pair_model_sees_the_older_texts_aspect(learned):
+    det = Detector(learned=learned)
+    new = FactView("n", "u1", None, "We moved to Porto last month.", "general", 1.8e9)
+    olders = [FactView("o1", "u1", None, EPISODES[0], "general", 1.8e9 - 300 * DAY),
+              FactView("o2", "u1", None, STATES[1], "general", 1.8e9 - 300 * DAY)]
+    episode, state = det.pair_features(new, olders)
+    assert episode["o_episode"] > 0.5 > state["o_episode"]
+    assert learned.score("rules", episode) < learned.score("rules", state)
+
+
+def test_the_shipped_file_is_the_two_class_softmax_of_one_logistic_regression():
+    """train_detector writes sklearn's one weight vector w of a two-class fit as (-w/2, +w/2):
+    the softmax of the two is the sigmoid of w, so the episode probability is the fit's."""
+    data = json.loads(_rules_file("aspect_model.json").read_text(encoding="utf-8"))
+    assert data["classes"] == ["episode", "state"]
+    assert data["bias"][0] == -data["bias"][1]
+    assert all(len(v) == 2 and v[0][1] == -v[1][1] for v in data["weights"].values())
+    m = TopicModel(data, load_word_vectors())
+    text = EPISODES[1]
+    feats = m.features(text)
+    z = data["bias"][1] * 2 + sum(2 * m.w[h][1][1] * x for h, x in feats.items() if h in m.w)
+    assert m.probs(text)[1] == pytest.approx(1.0 / (1.0 + math.exp(-z)), rel=1e-9)
+
+
+def test_training_the_aspect_model_reproduces_the_shipped_file():
+    pytest.importorskip("sklearn")
+    sys.path.insert(0, str(ROOT / "tools"))
+    import train_detector
+    data, acc = train_detector.train_aspect()
+    shipped = json.loads(_rules_file("aspect_model.json").read_text(encoding="utf-8"))
+    assert data == shipped
+    assert acc > 0.8        # leaving one author's style out at a time
