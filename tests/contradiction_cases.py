@@ -174,7 +174,8 @@ PARAPHRASES = [
     ('Likes horror movies', 'likes', 'My wife hates horror movies.', False),
     ("Can't swim", 'swimming', 'I learned to swim this summer!', True),
     ('Speaks French', 'language', 'My French is rusty but okay.', False),
-    ('Studying for a PhD', 'degree', 'I defended my PhD thesis today!', False),
+    # issue 14 names "defended my thesis" among the endings of a state: studying for it is over
+    ('Studying for a PhD', 'degree', 'I defended my PhD thesis today!', True),
     ('Studying for a PhD', 'degree', 'I finally got my PhD!', True),
     ('Is Muslim', 'religion', 'I went to the mosque for Eid.', False),
     ('Drives a Volvo', 'car', 'Our Volvo was stolen last night.', True),

@@ -39,6 +39,7 @@ from memwatch_overlay.overlay.detect.detector import Detector, FactView  # noqa:
 from memwatch_overlay.overlay.detect.learned import Learned, load_cues, topic_features  # noqa: E402
 from memwatch_overlay.overlay.detect.wordvec import load_word_vectors  # noqa: E402
 import aspect_corpus  # noqa: E402
+import manner_corpus  # noqa: E402
 import pair_corpus  # noqa: E402
 import slot_corpus  # noqa: E402
 
@@ -50,6 +51,9 @@ PROTO_FILE = ROOT / "rules" / "topic_prototypes.json"
 CUE_PROTO_FILE = ROOT / "rules" / "cue_prototypes.json"
 ASPECT_FILE = ROOT / "rules" / "aspect_model.json"
 ASPECT_C = 4.0
+MANNER_FILE = ROOT / "rules" / "manner_model.json"
+MANNER_C = 4.0
+MANNER_PRUNE = 0.2      # 13 classes: weights under 0.1 dropped (at 0.01, 1.4 MB of JSON and ~25 MB in memory; the same CV)
 PROTO_SCALE = 20.0
 PAIR_FILES = {"rules": ROOT / "rules" / "pair_model.json",
               "embeddings": ROOT / "rules" / "pair_model_embeddings.json"}
@@ -139,35 +143,53 @@ def train_topics(seed: int = 7, prune: float = 0.02, static: bool | None = None,
     return data, acc
 
 
-def train_aspect(prune: float = 0.02) -> tuple[dict, float]:
-    """Fit the aspect model (episode or state, tools/aspect_corpus.py) in the topic model's
-    form: hashed n-grams and the static word vector, two classes. Its accuracy is measured
-    leaving one author out at a time (a style it has not seen)."""
+def train_text_classifier(data, label: str, C: float, what: str, prune: float = 0.02) -> tuple[dict, float]:
+    """Fit a text classifier in the topic model's form (hashed n-grams and the static word
+    vector; `TopicModel` scores it) on rows with ``text``, ``label`` and ``author``. Its
+    accuracy is measured leaving one author out at a time (a style it has not seen)."""
     from sklearn.linear_model import LogisticRegression
     import numpy as np
     wv = load_word_vectors()
-    data = aspect_corpus.rows()
     X = _matrix([topic_features(r["text"], BUCKETS, wv) for r in data], BUCKETS + wv.dims)
-    y = np.array([r["aspect"] for r in data])
+    y = np.array([r[label] for r in data])
     authors = np.array([r["author"] for r in data])
     hits = 0
     for a in sorted(set(authors)):
         tr, te = authors != a, authors == a
-        m = LogisticRegression(C=ASPECT_C, max_iter=1000).fit(X[tr], y[tr])
+        m = LogisticRegression(C=C, max_iter=1000).fit(X[tr], y[tr])
         hits += int((m.predict(X[te]) == y[te]).sum())
     acc = hits / len(y)
-    m = LogisticRegression(C=ASPECT_C, max_iter=1000).fit(X, y)
-    # two classes: sklearn keeps one weight vector w for the second class; the softmax of
-    # (-w/2, +w/2) is the same sigmoid, in the topic model's per-class form
+    m = LogisticRegression(C=C, max_iter=1000).fit(X, y)
     classes = [str(c) for c in m.classes_]
-    w, b = m.coef_[0] / 2.0, float(m.intercept_[0]) / 2.0
-    weights = {str(int(h)): [[0, round(-float(w[h]), 3)], [1, round(float(w[h]), 3)]]
-               for h in np.nonzero(np.abs(w) >= prune / 2.0)[0]}
+    if len(classes) == 2:
+        # sklearn keeps one weight vector w for the second class; the softmax of (-w/2, +w/2)
+        # is the same sigmoid, in the topic model's per-class form
+        W = np.vstack([-m.coef_[0] / 2.0, m.coef_[0] / 2.0])
+        bias = [-float(m.intercept_[0]) / 2.0, float(m.intercept_[0]) / 2.0]
+    else:
+        W, bias = m.coef_, [float(b) for b in m.intercept_]
+    weights: dict[str, list] = {}
+    for h in np.nonzero(np.abs(W).max(axis=0) >= prune / 2.0)[0]:
+        col = W[:, h]
+        weights[str(int(h))] = [[int(c), round(float(col[c]), 3)] for c in range(len(classes))
+                                if abs(col[c]) >= prune / 2.0 or len(classes) == 2]
     out = {"version": 1, "buckets": BUCKETS, "dense_dims": wv.dims, "classes": classes,
-           "bias": [round(-b, 4), round(b, 4)], "weights": weights,
-           "trained_on": f"tools/aspect_corpus.py: {len(y)} memories, {len(set(authors))} authors",
+           "bias": [round(b, 4) for b in bias], "weights": weights,
+           "trained_on": f"{what}: {len(y)} texts, {len(set(authors))} authors",
            "accuracy_leaving_one_author_out": round(acc, 3)}
     return out, acc
+
+
+def train_aspect() -> tuple[dict, float]:
+    """The aspect model: does an older memory hold a state or record an episode
+    (tools/aspect_corpus.py)."""
+    return train_text_classifier(aspect_corpus.rows(), "aspect", ASPECT_C, "tools/aspect_corpus.py")
+
+
+def train_manner() -> tuple[dict, float]:
+    """The manner model: how a newer text speaks of a state (tools/manner_corpus.py)."""
+    return train_text_classifier(manner_corpus.rows(), "manner", MANNER_C, "tools/manner_corpus.py",
+                                 prune=MANNER_PRUNE)
 
 
 def _fills(template: str, seed: int, n: int = 4) -> list[str]:
@@ -547,6 +569,9 @@ def main(argv=None) -> int:
     ap.add_argument("--aspect", action="store_true",
                     help="fit the aspect model (tools/aspect_corpus.jsonl): the pair model weighs "
                          "how likely the older text records a one-off event")
+    ap.add_argument("--manner", action="store_true",
+                    help="fit the manner model (tools/manner_corpus.jsonl): the pair model weighs "
+                         "how the newer text speaks of a state (ended, switched, a plan, someone else ...)")
     ap.add_argument("--reuse-topics", action="store_true", help="keep rules/topic_model.json as it is")
     ap.add_argument("--keep-near-copies", action="store_true",
                     help="cross-validate with the full topic model (see near_copies: optimistic)")
@@ -625,13 +650,17 @@ def main(argv=None) -> int:
     if a.aspect:
         aspect, aspect_acc = train_aspect()
         print(f"aspect model: {aspect['trained_on']}; accuracy {aspect_acc:.3f} leaving one author out")
+    manner = None
+    if a.manner:
+        manner, manner_acc = train_manner()
+        print(f"manner model: {manner['trained_on']}; accuracy {manner_acc:.3f} leaving one author out")
     cue_lexicons, topic_groups = load_cues()
     if a.no_near:
         topic_groups = {k: v for k, v in topic_groups.items() if k != "near"}
     learned = Learned(topic, {"modes": {}}, cue_lexicons, topic_groups, prototypes=protos, wordvec=wordvec,
-                      aspect=aspect)
+                      aspect=aspect, manner=manner)
     learned_cv = Learned(topic_cv, {"modes": {}}, cue_lexicons, topic_groups, prototypes=protos_cv, wordvec=wordvec,
-                         aspect=aspect)
+                         aspect=aspect, manner=manner)
     if cue_protos is not None:
         from memwatch_overlay.overlay.detect.semantic_features import CuePrototypes
         learned.cue_protos = CuePrototypes(cue_protos)
@@ -695,12 +724,15 @@ def main(argv=None) -> int:
                                "trained_on": [Path(p).name for p in a.cases] + ["tools/slot_corpus.py"]
                                + (["tools/cue_corpus.py"] if shifts else [])
                                + (["tools/pair_corpus.jsonl"] if pairs else [])
-                               + (["tools/aspect_corpus.jsonl"] if aspect else []),
+                               + (["tools/aspect_corpus.jsonl"] if aspect else [])
+                               + (["tools/manner_corpus.jsonl"] if manner else []),
                                "pairs": len(keep)}
         if not reused:
             TOPIC_FILE.write_text(json.dumps(topic, separators=(",", ":")) + "\n")
         if aspect is not None:
             ASPECT_FILE.write_text(json.dumps(aspect, separators=(",", ":")) + "\n")
+        if manner is not None:
+            MANNER_FILE.write_text(json.dumps(manner, separators=(",", ":")) + "\n")
         if protos is not None:
             PROTO_FILE.write_text(json.dumps(protos, separators=(",", ":")) + "\n")
         if cue_protos is not None:

@@ -60,6 +60,7 @@ WANT_MIN = 0.1       # ... at least this likely may meet one the older text offe
 SIM_GATE = 0.3       # ... or, in the embeddings mode, when the texts are at least this similar
 DENSE_SCALE = 1.0    # weight of a text's static word vector among the topic model's features
 TOPIC_CACHE = 65536  # texts whose topics are kept (a block of 20,000 keyed memories reads 40,000)
+OUTDATING_MANNERS = ("ended", "switched", "began", "resolved")   # the manner model's classes that outdate
 CUES = ("change", "ending", "start", "hedge", "question", "other_person", "past_habit",
         "temporary", "addition", "still", "negation")
 
@@ -227,7 +228,7 @@ class Learned:
 
     def __init__(self, topic: dict, pair: dict, cues: dict, groups: dict | None = None,
                  prototypes: dict | None = None, wordvec: WordVectors | None = None,
-                 aspect: dict | None = None):
+                 aspect: dict | None = None, manner: dict | None = None):
         self.wordvec = wordvec
         self.topics = TopicModel(topic, wordvec)
         # does an older text hold a lasting state or record a one-off event ("Had coffee with
@@ -235,6 +236,11 @@ class Learned:
         # of the same form as the topic model (rules/aspect_model.json); None: not installed
         self.aspect = TopicModel(aspect, wordvec) if aspect else None
         self._episode = self.aspect.classes.index("episode") if self.aspect else -1
+        # how does a newer text speak of a state: ended, switched, began, resolved; or a plan,
+        # someone else's news, a restatement ... (rules/manner_model.json); None: not installed
+        self.manner = TopicModel(manner, wordvec) if manner else None
+        self._outdating = tuple(i for i, c in enumerate(self.manner.classes) if c in OUTDATING_MANNERS) \
+            if self.manner else ()
         gate = topic.get("gate", {})
         self.top_k, self.topic_min = int(gate.get("top_k", TOP_K)), float(gate.get("topic_min", TOPIC_MIN))
         self.want_k, self.want_min = int(gate.get("want_k", WANT_K)), float(gate.get("want_min", WANT_MIN))
@@ -536,6 +542,15 @@ class Learned:
             for c in ("change", "ending", "start"):
                 if c in n.cues:
                     f[f"o_episode*n_{c}"] = ep
+        if self.manner is not None:
+            pm = self.manner.probs(new_text)
+            for c, x in zip(self.manner.classes, pm):
+                f["m_" + c] = x
+            out = sum(pm[i] for i in self._outdating)
+            f.update(**{"m_out": out, "m_out*t_single": out * single, "m_out*t_min": out * mn,
+                        "m_out*val_new": out * f["val_new"], "m_out*t_multi": out * multi})
+            if self.aspect is not None:
+                f["m_out*o_episode"] = out * f["o_episode"]
         if n.vec is not None and o.vec is not None and sim is None:
             # (the embeddings mode weighs MiniLM itself: the static vectors distilled from it
             # added nothing there but noise, measured with the mode's grouped CV)
@@ -683,7 +698,12 @@ def load_learned(topic_path: str | None = None, pair_path: str | None = None,
         aspect = json.loads(_rules_file("aspect_model.json").read_text(encoding="utf-8"))
     except FileNotFoundError:
         aspect = None
-    learned = Learned(topic, pair, *load_cues(), prototypes=protos, wordvec=load_word_vectors(), aspect=aspect)
+    try:
+        manner = json.loads(_rules_file("manner_model.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        manner = None
+    learned = Learned(topic, pair, *load_cues(), prototypes=protos, wordvec=load_word_vectors(), aspect=aspect,
+                      manner=manner)
     try:
         cue = json.loads(_rules_file("cue_prototypes.json").read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -1,6 +1,7 @@
-"""The aspect model (rules/aspect_model.json): does an older memory hold a lasting state or
-record a one-off event? The pair model weighs it, so that a note of an event is not read as a
-state a later change outdates."""
+"""The two text classifiers the pair model reads: the aspect model (rules/aspect_model.json:
+does an older memory hold a lasting state or record a one-off event? so that a note of an
+event is not read as a state a later change outdates) and the manner model
+(rules/manner_model.json: how a newer text speaks of a state)."""
 from __future__ import annotations
 
 import json
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memwatch_overlay.overlay.detect.detector import Detector, FactView
-from memwatch_overlay.overlay.detect.learned import TopicModel, _rules_file, load_learned
+from memwatch_overlay.overlay.detect.learned import OUTDATING_MANNERS, TopicModel, _rules_file, load_learned
 from memwatch_overlay.overlay.detect.wordvec import load_word_vectors
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,6 +23,7 @@ DAY = 86400.0
 def learned():
     m = load_learned()
     assert m is not None and m.aspect is not None, "rules/aspect_model.json is not installed"
+    assert m.manner is not None, "rules/manner_model.json is not installed"
     return m
 
 
@@ -86,3 +88,48 @@ def test_training_the_aspect_model_reproduces_the_shipped_file():
     shipped = json.loads(_rules_file("aspect_model.json").read_text(encoding="utf-8"))
     assert data == shipped
     assert acc > 0.8        # leaving one author's style out at a time
+
+
+# Newer texts none of tools/manner_corpus.jsonl holds (checked below), by whether they outdate.
+OUTDATING = ["handed back my badge on friday, that was my last day there",
+             "we finally signed for the flat in Malmo, keys on monday",
+             "Sold the motorbike to a neighbour last weekend.",
+             "No more meat for me since January, feeling great"]
+NOT_OUTDATING = ["My cousin Dario just started at a bank in Turin.",
+                 "thinking about maybe learning the cello next year?",
+                 "Should I get a new phone or wait for the next model?",
+                 "back in school I used to skate every single day"]
+
+
+def _outdating(learned, text: str) -> float:
+    p = learned.manner.probs(text)
+    return sum(x for c, x in zip(learned.manner.classes, p) if c in OUTDATING_MANNERS)
+
+
+def test_the_manner_texts_below_are_not_training_texts():
+    corpus = {json.loads(line)["text"] for line in
+              (ROOT / "tools" / "manner_corpus.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()}
+    assert not corpus & set(OUTDATING + NOT_OUTDATING)
+
+
+def test_the_manner_model_tells_a_change_from_a_plan_a_question_the_past_and_someone_else(learned):
+    assert min(_outdating(learned, t) for t in OUTDATING) > max(_outdating(learned, t) for t in NOT_OUTDATING)
+
+
+def test_the_pair_model_sees_the_newer_texts_manner(learned):
+    det = Detector(learned=learned)
+    old = FactView("o", "u1", None, "Owns a Kawasaki motorbike", "general", 1.8e9 - 300 * DAY)
+    sold, question = (det.pair_features(FactView("n", "u1", None, t, "general", 1.8e9), [old])[0]
+                      for t in (OUTDATING[2], NOT_OUTDATING[2]))
+    assert sold["m_out"] > question["m_out"]
+    assert {"m_" + c for c in learned.manner.classes} <= set(sold)
+
+
+def test_training_the_manner_model_reproduces_the_shipped_file():
+    pytest.importorskip("sklearn")
+    sys.path.insert(0, str(ROOT / "tools"))
+    import train_detector
+    data, acc = train_detector.train_manner()
+    shipped = json.loads(_rules_file("manner_model.json").read_text(encoding="utf-8"))
+    assert data == shipped
+    assert acc > 0.4        # 13 manners, leaving one author's style out at a time (chance: ~0.08)
