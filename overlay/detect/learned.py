@@ -1,6 +1,7 @@
-"""The learned layer: a slot/topic model and a pair model, scored in pure Python.
+"""The learned layer: a slot/topic model, two text classifiers and a pair model, scored in
+pure Python.
 
-Two small linear models fitted by ``tools/train_detector.py`` (scikit-learn, only at training
+Small linear models fitted by ``tools/train_detector.py`` (scikit-learn, only at training
 time) and shipped as JSON next to the slot pack:
 
   topic model  ``rules/topic_model.json``: multinomial logistic regression over hashed word,
@@ -8,6 +9,12 @@ time) and shipped as JSON next to the slot pack:
                (employer, city, pets, diet, ...) plus "other". Trained on a self-written corpus of
                slot-labelled sentences (``tools/slot_corpus.py``), so it knows that "first payslip
                from Grab" and "Works at Google" talk about the same slot without a shared word.
+  aspect model ``rules/aspect_model.json``: does an older memory hold a lasting state or
+               record a one-off episode ("Had coffee with Ana near the office")? The topic
+               model's form, two classes (``tools/aspect_corpus.jsonl``).
+  manner model ``rules/manner_model.json``: how a newer text speaks of a state (ended,
+               switched, began, resolved; a plan, someone else's news, a question ...): the
+               same form, 13 classes (``tools/manner_corpus.jsonl``).
   pair model   logistic regression over features of one (older, newer) pair: what the rules
                said, slot agreement, value difference, change / ending / hedge / other-person /
                question / past-habit / temporary / addition cues (``rules/pair_cues.toml``)
@@ -536,9 +543,9 @@ class Learned:
         f["old_key"] = float(bool(old_key))
         if self.aspect is not None:
             ep = self.episode(self.old_text(old_text, old_key))
-            f.update(o_episode=ep, **{"o_episode*t_single": ep * single, "o_episode*t_min": ep * mn,
-                                     "o_episode*val_new": ep * f["val_new"],
-                                     "o_episode*val_diff": ep * f["val_diff"]})
+            f["o_episode"] = ep
+            f["o_episode*t_single"], f["o_episode*t_min"] = ep * single, ep * mn
+            f["o_episode*val_new"], f["o_episode*val_diff"] = ep * f["val_new"], ep * f["val_diff"]
             for c in ("change", "ending", "start"):
                 if c in n.cues:
                     f[f"o_episode*n_{c}"] = ep
@@ -547,8 +554,8 @@ class Learned:
             for c, x in zip(self.manner.classes, pm):
                 f["m_" + c] = x
             out = sum(pm[i] for i in self._outdating)
-            f.update(**{"m_out": out, "m_out*t_single": out * single, "m_out*t_min": out * mn,
-                        "m_out*val_new": out * f["val_new"], "m_out*t_multi": out * multi})
+            f["m_out"], f["m_out*t_single"], f["m_out*t_min"] = out, out * single, out * mn
+            f["m_out*val_new"], f["m_out*t_multi"] = out * f["val_new"], out * multi
             if self.aspect is not None:
                 f["m_out*o_episode"] = out * f["o_episode"]
         if n.vec is not None and o.vec is not None and sim is None:
@@ -651,6 +658,14 @@ def _rules_file(name: str):
     return resources.files("memwatch_overlay.rules").joinpath(name)
 
 
+def _optional_json(name: str) -> dict | None:
+    """A shipped model file of rules/, None when it is not installed."""
+    try:
+        return json.loads(_rules_file(name).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+
+
 def load_cues(path: str | Path | None = None) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """The cue lexicons and the single/multi-valued topic groups of rules/pair_cues.toml."""
     src = Path(path) if path else _rules_file("pair_cues.toml")
@@ -690,24 +705,10 @@ def load_learned(topic_path: str | None = None, pair_path: str | None = None,
     if "rules" not in modes:
         return None
     pair = {"modes": modes}
-    try:
-        protos = json.loads(_rules_file("topic_prototypes.json").read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        protos = None
-    try:
-        aspect = json.loads(_rules_file("aspect_model.json").read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        aspect = None
-    try:
-        manner = json.loads(_rules_file("manner_model.json").read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        manner = None
-    learned = Learned(topic, pair, *load_cues(), prototypes=protos, wordvec=load_word_vectors(), aspect=aspect,
-                      manner=manner)
-    try:
-        cue = json.loads(_rules_file("cue_prototypes.json").read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        cue = None
+    protos = _optional_json("topic_prototypes.json")
+    learned = Learned(topic, pair, *load_cues(), prototypes=protos, wordvec=load_word_vectors(),
+                      aspect=_optional_json("aspect_model.json"), manner=_optional_json("manner_model.json"))
+    cue = _optional_json("cue_prototypes.json")
     if cue is not None:
         from memwatch_overlay.overlay.detect.semantic_features import CuePrototypes
         learned.cue_protos = CuePrototypes(cue)
