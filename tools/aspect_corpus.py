@@ -13,25 +13,19 @@ rules/aspect_model.json on them; the pair model weighs the older text's episode 
 from __future__ import annotations
 
 import functools
-import json
 from pathlib import Path
 
+from corpus_files import read_jsonl, unique_texts
+
 PATH = Path(__file__).with_name("aspect_corpus.jsonl")
-ASPECTS = ("episode", "state")
 
 
 @functools.lru_cache(maxsize=1)
 def rows() -> tuple[dict, ...]:
     """Every labelled memory: the file's and cue_corpus.OLDER's (author "cue_corpus")."""
     import cue_corpus
-    out = [json.loads(line) for line in PATH.read_text(encoding="utf-8").splitlines() if line.strip()]
+    out = read_jsonl(PATH)
     for kind, texts in cue_corpus.OLDER.items():
         aspect = "episode" if kind == "event" else "state"
         out += [{"text": t, "aspect": aspect, "topic": kind, "author": "cue_corpus"} for t in texts]
-    seen: set[str] = set()
-    kept = []
-    for r in out:
-        if r["aspect"] in ASPECTS and r["text"] not in seen:
-            seen.add(r["text"])
-            kept.append(r)
-    return tuple(kept)
+    return unique_texts(out)

@@ -15,8 +15,9 @@ model's output (a model trained on the same texts would look surer on them than 
 from __future__ import annotations
 
 import functools
-import json
 from pathlib import Path
+
+from corpus_files import read_jsonl, unique_texts
 
 PATH = Path(__file__).with_name("manner_corpus.jsonl")
 # cue_corpus's names for the same manners
@@ -25,17 +26,12 @@ _RENAME = {"corrected": "switched", "mentioned": "same", "events": "event"}
 
 @functools.lru_cache(maxsize=1)
 def rows() -> tuple[dict, ...]:
+    """Every labelled message: the file's and the cue corpus's newer texts."""
     import cue_corpus
-    out = [json.loads(line) for line in PATH.read_text(encoding="utf-8").splitlines() if line.strip()]
+    out = read_jsonl(PATH)
     for kind, texts in cue_corpus.NEWER.items():
         out += [{"text": t, "manner": _RENAME.get(kind, kind), "topic": "", "author": "cue_corpus"} for t in texts]
     for kind, pairs in cue_corpus.SHIFTS.items():
         out += [{"text": new, "manner": _RENAME.get(kind, kind), "topic": "", "author": "cue_shifts"}
                 for _, new in pairs]
-    seen: set[str] = set()
-    kept = []
-    for r in out:
-        if r["text"] not in seen:
-            seen.add(r["text"])
-            kept.append(r)
-    return tuple(kept)
+    return unique_texts(out)

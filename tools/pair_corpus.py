@@ -10,8 +10,9 @@ trains the pair model on them; --pair-topics also gives their texts to the topic
 from __future__ import annotations
 
 import functools
-import json
 from pathlib import Path
+
+from corpus_files import read_jsonl
 
 PATH = Path(__file__).with_name("pair_corpus.jsonl")
 # the corpus's slots that are no topic of the topic model (their texts are left out of it)
@@ -20,7 +21,7 @@ NOT_TOPICS = frozenset({"preferences", "ownership"})
 
 @functools.lru_cache(maxsize=1)
 def rows() -> tuple[dict, ...]:
-    return tuple(json.loads(line) for line in PATH.read_text(encoding="utf-8").splitlines() if line.strip())
+    return tuple(read_jsonl(PATH))
 
 
 def pairs(exclude: frozenset[str] = frozenset()) -> list[tuple[str, None, str, int]]:

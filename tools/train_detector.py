@@ -562,7 +562,8 @@ def main(argv=None) -> int:
     ap.add_argument("--pair-topics", action="store_true",
                     help="fit the topic model on the texts of tools/pair_corpus.jsonl too (pair_corpus.sentences_by_topic)")
     ap.add_argument("--pair-corpus", action="store_true",
-                    help="train the pair model on tools/pair_corpus.jsonl's labelled pairs too (measured; the shipped models are not)")
+                    help="train the pair model on tools/pair_corpus.jsonl's labelled pairs too (the shipped rules mode is; "
+                         "the embeddings mode is not)")
     ap.add_argument("--corpus-unweighted", action="store_true",
                     help="--pair-corpus: weigh its pairs that outdate the memory as much as the others (an ablation: "
                          "by default they are weighed down to the cases' share of contradicted pairs)")

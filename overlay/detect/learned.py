@@ -503,7 +503,8 @@ class Learned:
         """The pair features (names -> values) the pair model weighs. ``names``: words naming
         the subject ("tomasz"), never a value ("Tomasz's side project" names no new value)."""
         n = self.info(new_text)
-        o = self.info(self.old_text(old_text, old_key))
+        old = self.old_text(old_text, old_key)
+        o = self.info(old)
         f: dict[str, float] = {"r_" + rule: 1.0, "r_conf": rule_conf,
                                "r_confirmed": float(confirmed)}
         other = self.topics.classes.index("other") if "other" in self.topics.classes else -1
@@ -542,7 +543,7 @@ class Learned:
         f["val_new*t_multi"] = multi * f["val_new"]
         f["old_key"] = float(bool(old_key))
         if self.aspect is not None:
-            ep = self.episode(self.old_text(old_text, old_key))
+            ep = self.episode(old)
             f["o_episode"] = ep
             f["o_episode*t_single"], f["o_episode*t_min"] = ep * single, ep * mn
             f["o_episode*val_new"], f["o_episode*val_diff"] = ep * f["val_new"], ep * f["val_diff"]
