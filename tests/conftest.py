@@ -1,7 +1,7 @@
 """Shared fixtures: fixture-store paths, a throwaway Postgres database, CI skip policy.
 
-Under CI=true a skipped Postgres, embeddings, browser, MCP, LangGraph, framework-store, RE2 or root (tmpfs mount) test is a
-failure: CI must never pass by not running the tests that need real services or extras.
+Under CI=true a skipped Postgres, embeddings, browser, MCP, LangGraph, framework-store, RE2, training (scikit-learn) or
+root (tmpfs mount) test is a failure: CI must never pass by not running the tests that need real services or extras.
 """
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
 AGENT_STORES = FIXTURES / "agent-stores"
-STRICT_MARKERS = ("postgres", "embeddings", "browser", "mcp", "langgraph", "re2", "numpy", "integrations", "root")
+STRICT_MARKERS = ("postgres", "embeddings", "browser", "mcp", "langgraph", "re2", "numpy", "integrations", "root",
+                  "train")
 DEFAULT_PG_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 

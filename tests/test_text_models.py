@@ -16,6 +16,10 @@ from memwatch_overlay.overlay.detect.learned import OUTDATING_MANNERS, TopicMode
 from memwatch_overlay.overlay.detect.wordvec import load_word_vectors
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import aspect_corpus  # noqa: E402
+import manner_corpus  # noqa: E402
+
 DAY = 86400.0
 
 
@@ -27,7 +31,7 @@ def learned():
     return m
 
 
-# None of these texts is in tools/aspect_corpus.jsonl (checked below): unseen memories.
+# None of these texts is among the aspect model's training memories (checked below): unseen.
 EPISODES = ["Had lunch with Mateus near the office in Curitiba on Thursday",
             "Went to a birthday party at Olu's flat in Peckham",
             "Took the train to Glasgow for a friend's graduation",
@@ -41,9 +45,7 @@ STATES = ["Works as a pharmacist at Boots in Coventry",
 
 
 def test_the_texts_below_are_not_training_memories():
-    corpus = {json.loads(line)["text"] for line in
-              (ROOT / "tools" / "aspect_corpus.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()}
-    assert not corpus & set(EPISODES + STATES)
+    assert not {r["text"] for r in aspect_corpus.rows()} & set(EPISODES + STATES)
 
 
 @pytest.mark.parametrize("text", EPISODES)
@@ -80,16 +82,6 @@ def test_the_shipped_file_is_the_two_class_softmax_of_one_logistic_regression():
     assert m.probs(text)[1] == pytest.approx(1.0 / (1.0 + math.exp(-z)), rel=1e-9)
 
 
-def test_training_the_aspect_model_reproduces_the_shipped_file():
-    pytest.importorskip("sklearn")
-    sys.path.insert(0, str(ROOT / "tools"))
-    import train_detector
-    data, acc = train_detector.train_aspect()
-    shipped = json.loads(_rules_file("aspect_model.json").read_text(encoding="utf-8"))
-    assert data == shipped
-    assert acc > 0.8        # leaving one author's style out at a time
-
-
 # Newer texts none of tools/manner_corpus.jsonl holds (checked below), by whether they outdate.
 OUTDATING = ["handed back my badge on friday, that was my last day there",
              "we finally signed for the flat in Malmo, keys on monday",
@@ -107,9 +99,7 @@ def _outdating(learned, text: str) -> float:
 
 
 def test_the_manner_texts_below_are_not_training_texts():
-    corpus = {json.loads(line)["text"] for line in
-              (ROOT / "tools" / "manner_corpus.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()}
-    assert not corpus & set(OUTDATING + NOT_OUTDATING)
+    assert not {r["text"] for r in manner_corpus.rows()} & set(OUTDATING + NOT_OUTDATING)
 
 
 def test_the_manner_model_tells_a_change_from_a_plan_a_question_the_past_and_someone_else(learned):
@@ -125,11 +115,14 @@ def test_the_pair_model_sees_the_newer_texts_manner(learned):
     assert {"m_" + c for c in learned.manner.classes} <= set(sold)
 
 
-def test_training_the_manner_model_reproduces_the_shipped_file():
-    pytest.importorskip("sklearn")
-    sys.path.insert(0, str(ROOT / "tools"))
+# (model file, trainer, least accuracy leaving one author's style out at a time: two classes;
+# 13 manners, where chance is ~0.08)
+@pytest.mark.train
+@pytest.mark.parametrize("name,trainer,least", [("aspect_model.json", "train_aspect", 0.8),
+                                                ("manner_model.json", "train_manner", 0.4)])
+def test_training_reproduces_the_shipped_file(name, trainer, least):
+    pytest.importorskip("sklearn", reason="the [train] extra is not installed")
     import train_detector
-    data, acc = train_detector.train_manner()
-    shipped = json.loads(_rules_file("manner_model.json").read_text(encoding="utf-8"))
-    assert data == shipped
-    assert acc > 0.4        # 13 manners, leaving one author's style out at a time (chance: ~0.08)
+    data, acc = getattr(train_detector, trainer)()
+    assert data == json.loads(_rules_file(name).read_text(encoding="utf-8"))
+    assert acc > least
