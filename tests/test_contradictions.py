@@ -23,7 +23,6 @@ def fact(ref, text, key=None, days_ago=0.0, subject="u1", category="general"):
 # Pairs the shipped detector gets wrong (labelled as a careful reader would; strict: the day a
 # refit gets one right this fails, and the pair leaves this set).
 KNOWN_MISSES = {
-    ("Is vegetarian", "Started eating chicken again."),
     ("Works night shifts at the hospital", "I switched to day shifts."),
 }
 
