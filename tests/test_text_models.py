@@ -126,3 +126,21 @@ def test_training_reproduces_the_shipped_file(name, trainer, least):
     data, acc = getattr(train_detector, trainer)()
     assert data == json.loads(_rules_file(name).read_text(encoding="utf-8"))
     assert acc > least
+
+
+def test_the_labelled_corpora_use_the_labels_the_models_know(learned):
+    """A mislabelled line of a self-written corpus would train the models on a wrong answer:
+    every topic is one of the topic model's, every pair's label agrees with its kind."""
+    import pair_corpus
+    import topic_corpus
+    topics = set(learned.topics.classes)
+    rows = topic_corpus.rows()
+    assert len(rows) >= 2000
+    assert {r["topic"] for r in rows} == topics
+    assert {r["style"] for r in rows} == {"memory", "message"}
+    assert all(r["key"] is None for r in rows if r["style"] == "message")
+    pairs = pair_corpus.rows()
+    kinds = pair_corpus.OUTDATING_KINDS | pair_corpus.HOLDING_KINDS
+    assert {r["kind"] for r in pairs} <= kinds
+    assert [r for r in pairs if int(r["label"]) != (r["kind"] in pair_corpus.OUTDATING_KINDS)] == []
+    assert {r["slot"] for r in pairs} - pair_corpus.NOT_TOPICS <= topics

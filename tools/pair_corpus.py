@@ -1,8 +1,9 @@
 """The labelled (older memory, newer text) pairs of tools/pair_corpus.jsonl, read once.
 
 Each line: ``slot`` (the memory's topic), ``old``, ``new``, ``label`` (1: the newer text means
-the memory is no longer true as stored) and ``kind`` (how: switched, ended, began ...; or why
-not: same, someone_else, hedged, event_then_state_change ...). Written for this project by
+the memory is no longer true as stored), ``kind`` (how: switched, ended, began ...; or why
+not: same, someone_else, hedged, event_then_state_change ...) and, for the pairs added at stop 32,
+``author``. Written for this project by
 independent authors from slot names and kinds only, never from an eval case (format, origin and
 what was measured with them: docs/contradictions.md). tools/train_detector.py --pair-corpus
 trains the pair model on them; --pair-topics also gives their texts to the topic model.
@@ -17,6 +18,11 @@ from corpus_files import read_jsonl
 PATH = Path(__file__).with_name("pair_corpus.jsonl")
 # the corpus's slots that are no topic of the topic model (their texts are left out of it)
 NOT_TOPICS = frozenset({"preferences", "ownership"})
+# the kinds of a pair whose newer text outdates the memory (label 1); every other kind is label 0
+OUTDATING_KINDS = frozenset({"switched", "ended", "began", "resolved", "count", "changed_mind", "abandoned",
+                             "rescheduled", "cancelled", "corrected"})
+HOLDING_KINDS = frozenset({"same", "addition", "someone_else", "hedged", "temporary", "past", "question", "event",
+                           "unrelated", "partial", "progress", "event_then_state_change"})
 
 
 @functools.lru_cache(maxsize=1)

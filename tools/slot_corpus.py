@@ -549,18 +549,20 @@ for _k, _v in MORE.items():
 
 BASE_T = {k: list(v) for k, v in T.items()}
 BASE_FILL = {k: list(v) for k, v in FILL.items()}
+_NATURAL: frozenset[str] = frozenset()   # use_casual(natural=True): the natural sentences
 casual_variant = None   # set by use_casual: wraps a sentence in a chat opener and tail
 
 
-def use_casual(on: bool = True, generated: bool = False, pairs: bool = False) -> None:
+def use_casual(on: bool = True, generated: bool = False, pairs: bool = False, natural: bool = False) -> None:
     """Add (or, ``on=False``, leave out) the casual block of tools/casual_corpus.py: implicit
     phrasings per slot, a large "no slot" class and chat wrappers for every class; with
     ``generated`` also the generated block of tools/generated_corpus.py (predicates and noun
     phrases per slot crossed with shared frames); with ``pairs`` the texts of
-    tools/pair_corpus.jsonl's labelled pairs (``pair_corpus.sentences_by_topic``). T and FILL are changed in
+    tools/pair_corpus.jsonl's labelled pairs (``pair_corpus.sentences_by_topic``); with ``natural`` the
+    sentences of tools/topic_corpus.jsonl (each its own template). T and FILL are changed in
     place (train_detector reads them at fit time)."""
     import casual_corpus
-    global casual_variant
+    global casual_variant, _NATURAL
     T.clear()
     FILL.clear()
     for k, v in BASE_T.items():
@@ -568,6 +570,7 @@ def use_casual(on: bool = True, generated: bool = False, pairs: bool = False) ->
     for k, v in BASE_FILL.items():
         FILL[k] = list(v)
     casual_variant = None
+    _NATURAL = frozenset()
     if on:
         for k, v in casual_corpus.T_MORE.items():
             T.setdefault(k, []).extend(t for t in v if t not in T[k])
@@ -584,9 +587,20 @@ def use_casual(on: bool = True, generated: bool = False, pairs: bool = False) ->
         import pair_corpus
         for k, v in pair_corpus.sentences_by_topic().items():
             T.setdefault(k, []).extend(t for t in v if t not in T[k])
+    if natural:
+        import topic_corpus
+        by_topic = topic_corpus.sentences_by_topic()
+        for k, v in by_topic.items():
+            T.setdefault(k, []).extend(t for t in v if t not in T[k])
+        _NATURAL = frozenset(t for v in by_topic.values() for t in v)
 
 
 use_casual(True)
+
+
+def natural_templates() -> frozenset[str]:
+    """The templates use_casual(natural=True) took from tools/topic_corpus.jsonl (empty otherwise)."""
+    return _NATURAL
 
 
 def sentences(seed: int = 7, per_template: int = 4) -> list[tuple[str, str]]:

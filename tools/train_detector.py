@@ -93,6 +93,7 @@ def near_copies(cases_by_file: dict[str, list[dict]]) -> set[str]:
 STATIC_TOPICS = False   # --static-topics: the text's static word vector is a topic-model feature
 TOPIC_C = 8.0           # --topic-C: inverse L2 strength of the topic model
 TOPIC_BALANCED = False  # --balanced-topics: every slot weighs the same in the fit, however many templates it has
+NATURAL_WEIGHT = 1.0    # --natural-weight: how much a sentence of tools/topic_corpus.jsonl weighs against a template fill
 
 
 def train_topics(seed: int = 7, prune: float = 0.02, static: bool | None = None,
@@ -107,7 +108,8 @@ def train_topics(seed: int = 7, prune: float = 0.02, static: bool | None = None,
     import numpy as np
     wv = load_word_vectors() if (STATIC_TOPICS if static is None else static) else None
     dims = wv.dims if wv is not None else 0
-    rows, labels, groups = [], [], []
+    rows, labels, groups, weights_of = [], [], [], []
+    natural = slot_corpus.natural_templates()
     tid = 0
     for slot, temps in slot_corpus.T.items():
         for t in temps:
@@ -121,15 +123,17 @@ def train_topics(seed: int = 7, prune: float = 0.02, static: bool | None = None,
                 rows.append(topic_features(text, BUCKETS, wv))
                 labels.append(slot)
                 groups.append(tid)
+                weights_of.append(NATURAL_WEIGHT if t in natural else 1.0)
     X = _matrix(rows, BUCKETS + dims)
     y = np.array(labels)
+    sw = np.array(weights_of) if natural else None     # (None: the fit as before the natural corpus)
     cw = "balanced" if TOPIC_BALANCED else None
     hits = 0
     for tr, te in (GroupKFold(5).split(X, y, groups) if cv else ()):
-        m = LogisticRegression(C=TOPIC_C, max_iter=300, class_weight=cw).fit(X[tr], y[tr])
+        m = LogisticRegression(C=TOPIC_C, max_iter=300, class_weight=cw).fit(X[tr], y[tr], sample_weight=None if sw is None else sw[tr])
         hits += int((m.predict(X[te]) == y[te]).sum())
     acc = hits / len(y) if cv else float("nan")
-    m = LogisticRegression(C=TOPIC_C, max_iter=400, class_weight=cw).fit(X, y)
+    m = LogisticRegression(C=TOPIC_C, max_iter=400, class_weight=cw).fit(X, y, sample_weight=sw)
     classes = [str(c) for c in m.classes_]
     weights: dict[str, list] = {}
     W = m.coef_
@@ -561,6 +565,12 @@ def main(argv=None) -> int:
                     help="rules mode: train on tools/cue_corpus.py's minimal pairs too (the embeddings mode does)")
     ap.add_argument("--pair-topics", action="store_true",
                     help="fit the topic model on the texts of tools/pair_corpus.jsonl too (pair_corpus.sentences_by_topic)")
+    ap.add_argument("--natural-topics", action="store_true",
+                    help="fit the topic model on tools/topic_corpus.jsonl's sentences too (four authors' memories "
+                         "and chat messages, labelled by topic)")
+    ap.add_argument("--natural-weight", type=float, default=NATURAL_WEIGHT,
+                    help="--natural-topics: the weight of one of its sentences in the topic model's fit "
+                         "(a template fill weighs 1)")
     ap.add_argument("--pair-corpus", action="store_true",
                     help="train the pair model on tools/pair_corpus.jsonl's labelled pairs too (the shipped rules mode is; "
                          "the embeddings mode is not)")
@@ -601,8 +611,8 @@ def main(argv=None) -> int:
                          "'Note 3 on employment' then take a topic and meet more facts in the block index")
     a = ap.parse_args(argv)
     globals()["STATIC_TOPICS"] = a.static_topics
-    slot_corpus.use_casual(not a.base_corpus, generated=a.generated, pairs=a.pair_topics)
-    globals().update(TOPIC_C=a.topic_C, TOPIC_BALANCED=a.balanced_topics)
+    slot_corpus.use_casual(not a.base_corpus, generated=a.generated, pairs=a.pair_topics, natural=a.natural_topics)
+    globals().update(TOPIC_C=a.topic_C, TOPIC_BALANCED=a.balanced_topics, NATURAL_WEIGHT=a.natural_weight)
 
     cases = {p: load_cases(p) for p in a.cases}
     reused = a.reuse_topics and TOPIC_FILE.exists()
