@@ -206,7 +206,9 @@ class TopicBatch:
         s = _segment_sums(_segments(parsed.d_ends), np.ascontiguousarray(u.T), np.asarray(parsed.docc, dtype=np.int64), n)
         norm = np.sqrt(np.einsum("ij,ij->i", s, s))
         norm[norm == 0.0] = np.inf                  # no known word: no word-vector features
-        return (s * (self._scale / norm)[:, None]) @ self._dense
+        # einsum's own loop, not BLAS: OpenBLAS splits a product this size over its worker
+        # threads, which then spin-wait after it (about 10% more CPU for the same wall time)
+        return np.einsum("ij,jk->ik", s * (self._scale / norm)[:, None], self._dense)
 
     def _unit_vectors(self, words: list[str]) -> None:
         """The unit vector (the mean of its WordPiece vectors, scaled: ``word_vector``) of
