@@ -549,7 +549,6 @@ for _k, _v in MORE.items():
 
 BASE_T = {k: list(v) for k, v in T.items()}
 BASE_FILL = {k: list(v) for k, v in FILL.items()}
-_NATURAL: frozenset[str] = frozenset()   # use_casual(natural=True): the natural sentences
 casual_variant = None   # set by use_casual: wraps a sentence in a chat opener and tail
 
 
@@ -562,7 +561,7 @@ def use_casual(on: bool = True, generated: bool = False, pairs: bool = False, na
     sentences of tools/topic_corpus.jsonl (each its own template). T and FILL are changed in
     place (train_detector reads them at fit time)."""
     import casual_corpus
-    global casual_variant, _NATURAL
+    global casual_variant
     T.clear()
     FILL.clear()
     for k, v in BASE_T.items():
@@ -570,7 +569,6 @@ def use_casual(on: bool = True, generated: bool = False, pairs: bool = False, na
     for k, v in BASE_FILL.items():
         FILL[k] = list(v)
     casual_variant = None
-    _NATURAL = frozenset()
     if on:
         for k, v in casual_corpus.T_MORE.items():
             T.setdefault(k, []).extend(t for t in v if t not in T[k])
@@ -589,18 +587,11 @@ def use_casual(on: bool = True, generated: bool = False, pairs: bool = False, na
             T.setdefault(k, []).extend(t for t in v if t not in T[k])
     if natural:
         import topic_corpus
-        by_topic = topic_corpus.sentences_by_topic()
-        for k, v in by_topic.items():
+        for k, v in topic_corpus.sentences_by_topic().items():
             T.setdefault(k, []).extend(t for t in v if t not in T[k])
-        _NATURAL = frozenset(t for v in by_topic.values() for t in v)
 
 
 use_casual(True)
-
-
-def natural_templates() -> frozenset[str]:
-    """The templates use_casual(natural=True) took from tools/topic_corpus.jsonl (empty otherwise)."""
-    return _NATURAL
 
 
 def sentences(seed: int = 7, per_template: int = 4) -> list[tuple[str, str]]:

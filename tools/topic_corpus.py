@@ -16,6 +16,7 @@ import functools
 from pathlib import Path
 
 from corpus_files import read_jsonl, unique_texts
+from memwatch_overlay.overlay.detect.learned import Learned
 
 PATH = Path(__file__).with_name("topic_corpus.jsonl")
 
@@ -25,15 +26,16 @@ def rows() -> tuple[dict, ...]:
     return unique_texts(read_jsonl(PATH))
 
 
-def model_text(row: dict) -> str:
-    """The text as the topic model reads it: a memory's key before its text (learned.old_text)."""
-    key = row.get("key")
-    return f"{key.replace('_', ' ')}: {row['text']}" if key else row["text"]
-
-
 def sentences_by_topic() -> dict[str, list[str]]:
-    """topic -> its texts, as the topic model reads them (braces, the templates' fill marks, removed)."""
+    """topic -> its texts as the topic model reads them (a memory's key before its text, as
+    for an older fact; braces, the templates' fill marks, replaced)."""
     out: dict[str, list[str]] = {}
     for r in rows():
-        out.setdefault(r["topic"], []).append(model_text(r).replace("{", "(").replace("}", ")"))
+        text = Learned.old_text(r["text"], r.get("key"))
+        out.setdefault(r["topic"], []).append(text.replace("{", "(").replace("}", ")"))
     return out
+
+
+def texts() -> frozenset[str]:
+    """Every text of sentences_by_topic()."""
+    return frozenset(t for ts in sentences_by_topic().values() for t in ts)

@@ -42,6 +42,7 @@ import aspect_corpus  # noqa: E402
 import manner_corpus  # noqa: E402
 import pair_corpus  # noqa: E402
 import slot_corpus  # noqa: E402
+import topic_corpus  # noqa: E402
 
 BUCKETS = 1 << 15
 T0 = 1_800_000_000.0
@@ -109,7 +110,8 @@ def train_topics(seed: int = 7, prune: float = 0.02, static: bool | None = None,
     wv = load_word_vectors() if (STATIC_TOPICS if static is None else static) else None
     dims = wv.dims if wv is not None else 0
     rows, labels, groups, weights_of = [], [], [], []
-    natural = slot_corpus.natural_templates()
+    # the templates use_casual(natural=True) took from tools/topic_corpus.jsonl weigh NATURAL_WEIGHT
+    natural = topic_corpus.texts() if NATURAL_WEIGHT != 1.0 else frozenset()
     tid = 0
     for slot, temps in slot_corpus.T.items():
         for t in temps:
@@ -126,11 +128,12 @@ def train_topics(seed: int = 7, prune: float = 0.02, static: bool | None = None,
                 weights_of.append(NATURAL_WEIGHT if t in natural else 1.0)
     X = _matrix(rows, BUCKETS + dims)
     y = np.array(labels)
-    sw = np.array(weights_of) if natural else None     # (None: the fit as before the natural corpus)
+    sw = np.array(weights_of) if natural else None     # (None: every sentence weighs 1, the fit as before)
     cw = "balanced" if TOPIC_BALANCED else None
     hits = 0
     for tr, te in (GroupKFold(5).split(X, y, groups) if cv else ()):
-        m = LogisticRegression(C=TOPIC_C, max_iter=300, class_weight=cw).fit(X[tr], y[tr], sample_weight=None if sw is None else sw[tr])
+        m = LogisticRegression(C=TOPIC_C, max_iter=300, class_weight=cw).fit(
+            X[tr], y[tr], sample_weight=None if sw is None else sw[tr])
         hits += int((m.predict(X[te]) == y[te]).sum())
     acc = hits / len(y) if cv else float("nan")
     m = LogisticRegression(C=TOPIC_C, max_iter=400, class_weight=cw).fit(X, y, sample_weight=sw)

@@ -399,7 +399,8 @@ class Learned:
                 wants)
         return ti
 
-    def old_text(self, text: str, key: str | None) -> str:
+    @staticmethod
+    def old_text(text: str, key: str | None) -> str:
         """What the topic model reads of an older fact: its key (when it means something) and text."""
         return f"{key.replace('_', ' ')}: {text}" if key else text
 
