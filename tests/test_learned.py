@@ -175,7 +175,7 @@ def test_topic_probabilities_are_the_plain_weighted_sums_bit_for_bit():
     def reference(text):
         z = list(topics.bias)
         for h, x in topic_features(text, topics.buckets, topics.wordvec).items():
-            for c, wt in topics.w.get(h, ()):
+            for c, wt in topics.weights_of(h):
                 z[c] += wt * x
         m = max(z)
         e = [math.exp(v - m) for v in z]

@@ -75,3 +75,37 @@ def test_the_prefilter_reads_literals_from_a_much_shorter_source():
         assert P.required_literals(p) == P._required_literals(p.pattern, p.flags), p.pattern
     parsed = sum(len(p.literal_source) for p in pats)
     assert parsed * 3 < sum(len(p.pattern) for p in pats)
+
+
+def test_the_shipped_literals_file_is_what_the_parser_reads_from_the_shipped_pack():
+    # rules/prefilter_literals.json spares a detector's start the parsing of every regex;
+    # stale (rules/slots.toml edited without re-running tools/prefilter_literals.py), it would
+    # let the prefilter skip a regex that can match: it must hold exactly the parser's reading
+    import json
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    import prefilter_literals
+    shipped = json.loads((Path(prefilter_literals.OUT)).read_text(encoding="utf-8"))["literals"]
+    assert shipped == prefilter_literals.literals(), "re-run tools/prefilter_literals.py"
+    assert len(shipped) > 200
+
+
+def test_a_regex_the_literals_file_does_not_hold_is_parsed():
+    P._required_literals.cache_clear()
+    parsed = 0
+    real = P.parse_required_literals
+
+    def counting(source, flags):
+        nonlocal parsed
+        parsed += 1
+        return real(source, flags)
+    P.parse_required_literals = counting
+    try:
+        shipped = P._load_pack(None, lazy=True).slot("employer").assert_[0]
+        assert P.required_literals(shipped) and parsed == 0          # from the file
+        mine = re.compile(r"(?:works|worked) (?:at|for) (\w+)", re.I)    # a user's regex
+        assert P.required_literals(mine) == ("work",) and parsed == 1
+    finally:
+        P.parse_required_literals = real
+        P._required_literals.cache_clear()

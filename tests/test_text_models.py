@@ -74,11 +74,13 @@ def test_the_shipped_file_is_the_two_class_softmax_of_one_logistic_regression():
     data = json.loads(_rules_file("aspect_model.json").read_text(encoding="utf-8"))
     assert data["classes"] == ["episode", "state"]
     assert data["bias"][0] == -data["bias"][1]
-    assert all(len(v) == 2 and v[0][1] == -v[1][1] for v in data["weights"].values())
+    # each feature's weights: [0, w_episode, 1, w_state] (the file's flat version 2)
+    assert data["version"] == 2
+    assert all(len(v) == 4 and v[0] == 0 and v[2] == 1 and v[1] == -v[3] for v in data["weights"].values())
     m = TopicModel(data, load_word_vectors())
     text = EPISODES[1]
     feats = m.features(text)
-    z = data["bias"][1] * 2 + sum(2 * m.w[h][1][1] * x for h, x in feats.items() if h in m.w)
+    z = data["bias"][1] * 2 + sum(2 * m.w[h][3] * x for h, x in feats.items() if h in m.w)   # w_state
     assert m.probs(text)[1] == pytest.approx(1.0 / (1.0 + math.exp(-z)), rel=1e-9)
 
 

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from importlib import resources
 from operator import itemgetter, mul
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from memwatch_overlay.overlay.detect import topic_batch
 from memwatch_overlay.overlay.detect.topic_estimate import MARGIN, TopicEstimator, certain
@@ -140,8 +140,14 @@ class TopicModel:
         self.classes: list[str] = data["classes"]
         self.buckets: int = data["buckets"]
         self.bias: list[float] = data["bias"]
-        self.w: dict[int, list[tuple[int, float]]] = {
-            int(k): [(int(c), float(x)) for c, x in v] for k, v in data["weights"].items()}
+        # each feature's weights as the file holds them, one flat [class, weight, class,
+        # weight, ...] list (version 2; weights_of() pairs them): a list of pairs per weight
+        # (version 1) made parsing the file and turning the pairs into tuples most of a
+        # detector's start
+        raw = data["weights"]
+        if data.get("version", 1) < 2:
+            raw = {k: [x for pair in v for x in pair] for k, v in raw.items()}
+        self.w: dict[int, list] = {int(k): v for k, v in raw.items()}
         self.wordvec = wordvec if data.get("dense_dims") else None
         self._rows: dict[int, tuple[float, ...]] = {}     # a feature's weights, one per class
         # what hashed() computes per word and per word pair, kept: most n-grams recur
@@ -186,6 +192,11 @@ class TopicModel:
                     feats[buckets + k] = DENSE_SCALE * x
         return feats
 
+    def weights_of(self, h: int) -> Iterable[tuple[int, float]]:
+        """(class, weight) of each class feature ``h`` weighs (none when it weighs none)."""
+        v = self.w.get(h)
+        return zip(v[::2], v[1::2]) if v else ()
+
     @functools.lru_cache(maxsize=8192)
     def probs(self, text: str) -> tuple[float, ...]:
         z = _accumulate(self.bias, self._weighted(self.features(text)))
@@ -200,11 +211,10 @@ class TopicModel:
         for h, x in feats.items():
             row = rows.get(h)
             if row is None:
-                sparse = self.w.get(h)
-                if not sparse:
+                if h not in self.w:
                     continue
                 full = [0.0] * len(self.bias)
-                for c, wt in sparse:
+                for c, wt in self.weights_of(h):
                     full[c] = wt
                 row = rows[h] = tuple(full)
             out.append((row, x))
@@ -252,9 +262,12 @@ class Learned:
         self.top_k, self.topic_min = int(gate.get("top_k", TOP_K)), float(gate.get("topic_min", TOPIC_MIN))
         self.want_k, self.want_min = int(gate.get("want_k", WANT_K)), float(gate.get("want_min", WANT_MIN))
         # embeddings mode: one mean sentence vector per topic (same order as the topic model)
-        self.prototypes = prototypes
+        self._prototypes = prototypes
         # embeddings mode: example vectors of how a text speaks of a state (semantic_features.py)
-        self.cue_protos = None
+        self._cue_protos = None
+        # the two above as load_learned() leaves them: read from their files on first use
+        # (only the embeddings mode reads them; parsing them was a fifth of a detector's start)
+        self._later: dict[str, Callable[[], Any]] = {}
         self._proto_matrix = None
         self._emb: dict[str, tuple[float, ...]] = {}
         groups = groups or {}
@@ -281,6 +294,33 @@ class Learned:
         # the probabilities of the multi- and single-valued topics, picked out of a distribution
         self._multi_of = _picker(sorted(self.multi))
         self._single_of = _picker(sorted(self.single))
+
+    @property
+    def prototypes(self) -> dict | None:
+        if "prototypes" in self._later:
+            self._prototypes = self._later.pop("prototypes")()
+        return self._prototypes
+
+    @prototypes.setter
+    def prototypes(self, value: dict | None) -> None:
+        self._later.pop("prototypes", None)
+        self._prototypes = value
+
+    @property
+    def cue_protos(self):
+        if "cue_protos" in self._later:
+            self._cue_protos = self._later.pop("cue_protos")()
+        return self._cue_protos
+
+    @cue_protos.setter
+    def cue_protos(self, value) -> None:
+        self._later.pop("cue_protos", None)
+        self._cue_protos = value
+
+    def load_later(self, **loaders: Callable[[], Any]) -> None:
+        """``prototypes`` / ``cue_protos`` given as functions called on their first use."""
+        assert set(loaders) <= {"prototypes", "cue_protos"}
+        self._later.update(loaders)
 
     def _topics(self, text: str) -> tuple[Sequence[float], str, frozenset[str], frozenset[str]]:
         """(distribution, top topic, likeliest topics, wanted topics) of a text: all the
@@ -707,11 +747,16 @@ def load_learned(topic_path: str | None = None, pair_path: str | None = None,
     if "rules" not in modes:
         return None
     pair = {"modes": modes}
-    protos = _optional_json("topic_prototypes.json")
-    learned = Learned(topic, pair, *load_cues(), prototypes=protos, wordvec=load_word_vectors(),
+    learned = Learned(topic, pair, *load_cues(), wordvec=load_word_vectors(),
                       aspect=_optional_json("aspect_model.json"), manner=_optional_json("manner_model.json"))
-    cue = _optional_json("cue_prototypes.json")
-    if cue is not None:
-        from memwatch_overlay.overlay.detect.semantic_features import CuePrototypes
-        learned.cue_protos = CuePrototypes(cue)
+    learned.load_later(prototypes=lambda: _optional_json("topic_prototypes.json"), cue_protos=_cue_prototypes)
     return learned
+
+
+def _cue_prototypes():
+    """rules/cue_prototypes.json read (None when not installed)."""
+    cue = _optional_json("cue_prototypes.json")
+    if cue is None:
+        return None
+    from memwatch_overlay.overlay.detect.semantic_features import CuePrototypes
+    return CuePrototypes(cue)

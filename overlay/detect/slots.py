@@ -237,6 +237,13 @@ def _merge(rxs) -> tuple[re.Pattern, ...]:
         return tuple(rxs)
 
 
+def prefilter_patterns(pack: Pack, guards: "_Guards | None" = None) -> list[re.Pattern]:
+    """Every regex an Extractor's prefilter covers, in its order: the slots', the cues', the
+    guards' (merged as _Guards merges them)."""
+    guards = guards or _Guards(pack)
+    return [r for sd in pack.slots for r in _slot_regexes(sd)] + [c.pattern for c in pack.cues] + guards.patterns()
+
+
 class _Guards:
     """The pack's guard lists, each merged into one regex (one search instead of many).
 
@@ -386,8 +393,7 @@ class Extractor:
     @staticmethod
     def _compile(pack: Pack, prefilter: bool) -> tuple:
         guards = _Guards(pack)
-        every = [r for sd in pack.slots for r in _slot_regexes(sd)] + [c.pattern for c in pack.cues]
-        pf = Prefilter(every + guards.patterns())
+        pf = Prefilter(prefilter_patterns(pack, guards))
         bit = pf.bit
         guard_bits = 0
         if prefilter:

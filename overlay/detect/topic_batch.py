@@ -71,16 +71,16 @@ class TopicBatch:
         self._row_of = np.zeros(model.buckets, dtype=np.int64)
         w = np.zeros((len(weighed) + 1, self.size), dtype=np.float64)
         self._row_of[weighed] = np.arange(1, len(weighed) + 1)
-        sparse = [model.w[h] for h in weighed]
-        w[np.repeat(np.arange(1, len(weighed) + 1), [len(s) for s in sparse]),
-          [c for s in sparse for c, _ in s]] = [x for s in sparse for _, x in s]
+        flat = [model.w[h] for h in weighed]         # [class, weight, class, weight, ...] each
+        w[np.repeat(np.arange(1, len(weighed) + 1), [len(s) // 2 for s in flat]),
+          [c for s in flat for c in s[::2]]] = [x for s in flat for x in s[1::2]]
         self._w, self._wt = w, np.ascontiguousarray(w.T)     # by bucket; by topic (to gather columns)
         wv = model.wordvec
         self.wordvec = wv
         if wv is not None:
             self._dense = np.zeros((wv.dims, self.size), dtype=np.float64)
             for k in range(wv.dims):
-                for c, wt in model.w.get(model.buckets + k, ()):
+                for c, wt in model.weights_of(model.buckets + k):
                     self._dense[k, c] = wt
             # the int8 piece vectors, read in place
             self._pieces_t = np.ascontiguousarray(np.frombuffer(wv._vecs, dtype=np.int8).reshape(-1, wv.dims).T)

@@ -71,11 +71,10 @@ class TopicEstimator:
 
     def _row(self, h: int) -> tuple[float, ...] | None:
         """The weights of feature ``h`` for every topic (None when it weighs none)."""
-        sparse = self.model.w.get(h)
-        if not sparse:
+        if h not in self.model.w:
             return None
         full = [0.0] * self.size
-        for c, wt in sparse:
+        for c, wt in self.model.weights_of(h):
             full[c] = wt
         return tuple(full)
 
@@ -91,7 +90,7 @@ class TopicEstimator:
             hs = (b("w:" + w, buckets), *(b("c:" + p[j:j + 4], buckets) for j in range(max(1, len(p) - 3))))
             acc, weighs = [0.0] * self.size, False
             for h in hs:
-                for c, wt in self.model.w.get(h, ()):
+                for c, wt in self.model.weights_of(h):
                     acc[c] += wt
                     weighs = True
             got = self._words[w] = (hs, tuple(acc) if weighs else None)
