@@ -61,7 +61,7 @@ CI_LIMITS = {"max_stale_ratio": (int, float), "max_stale": int, "max_contradicti
 CI_KEYS = {**CI_LIMITS, "categories": dict, "sources": dict}
 CI_FRACTIONS = ("max_stale_ratio", "min_avg_freshness")   # must lie in [0, 1]
 # Contradiction detection: [detector] (rules), [embeddings] (semantic layer), [judge] (LLM critic).
-DETECTOR_KEYS = {"enabled": bool, "pack": str, "min_confidence": (int, float)}
+DETECTOR_KEYS = {"enabled": bool, "pack": str, "min_confidence": (int, float), "workers": int}
 EMBEDDINGS_KEYS = {"enabled": bool, "model": str, "threshold": (int, float), "device": str}
 JUDGE_KEYS = {"enabled": bool, "url": str, "model": str, "api_key_env": str, "timeout": (int, float),
               "retries": int, "batch_size": int}
@@ -320,6 +320,7 @@ def parse_config(raw: dict, path: Path | None = None) -> Config:
         v.number(body, section, "timeout", None, 0.001, 3600.0)
         v.number(body, section, "retries", None, 0, 20)
         v.number(body, section, "batch_size", None, 1, 1000)
+        v.number(body, section, "workers", None, 1, 64)
         setattr(cfg, section, dict(body))
     if cfg.judge.get("enabled", True) and cfg.judge and "url" not in cfg.judge:
         v.fail("judge.url", "is required to use a judge (an OpenAI-compatible base URL)")

@@ -15,6 +15,7 @@ from memwatch_overlay.overlay.cli import api_commands, audit, daemon, maintenanc
 from memwatch_overlay.overlay.cli.context import current
 from memwatch_overlay.overlay.cli.errors import TRACEBACK_ENV, StdoutClosed, run_guarded, wants_traceback
 from memwatch_overlay.overlay.cli.options import FORMATS, REPORT_FORMAT_CHOICES, quiet_option
+from memwatch_overlay.overlay.detect import parallel
 
 REPORT_FORMATS = REPORT_FORMAT_CHOICES     # audit, report (kept under the old name)
 __all__ = ["main", "FORMATS", "REPORT_FORMATS"]
@@ -30,7 +31,14 @@ class MemwatchGroup(click.Group):
 
         def invoke():
             return super(MemwatchGroup, self).main(argv, prog_name, complete_var, standalone_mode=False, **extra)
-        sys.exit(run_guarded(invoke, traceback=wants_traceback(argv)))
+        # the command line walks a large sync's blocks on every core (overlay/detect/parallel.py);
+        # the Python API, whose caller's main module may not be guarded, walks them in-process
+        before, parallel.DEFAULT_WORKERS = parallel.DEFAULT_WORKERS, parallel.cores()
+        try:
+            code = run_guarded(invoke, traceback=wants_traceback(argv))
+        finally:
+            parallel.DEFAULT_WORKERS = before
+        sys.exit(code)
 
     def invoke(self, ctx: click.Context):
         try:

@@ -36,6 +36,7 @@ from contextlib import contextmanager
 from itertools import islice
 from typing import Iterable
 
+from memwatch_overlay.overlay.detect import parallel
 from memwatch_overlay.overlay.detect.detector import Contradiction, Detector, FactView
 from memwatch_overlay.overlay.store.database import OverlayStore
 
@@ -139,11 +140,22 @@ def _detect_changed(store: OverlayStore, detector: Detector, source_id: int, syn
     n_changed = store.count_changed(source_id, sync_no, live_only=True)
     blocks = _scanned_blocks if n_changed >= SCAN_MIN_CHANGED else _queried_blocks
     gathered = blocks(store, space, subjects, source_id, sync_no)
+    stored = store.has_contradictions()
+    workers = parallel.workers_for(detector, n_changed, getattr(detector, "workers", None))
+    if workers > 1:
+        with parallel.ParallelWalks(detector, workers) as pool:
+            for block, _, edges, confirms in pool.walks(gathered):
+                saver.replace_block(block, edges, stored)
+                for older, at in confirms:
+                    saver.confirm(older, at)
+        saver.flush()
+        if stats is not None:
+            stats.comparisons += detector.comparisons - before + pool.comparisons
+        return saver.found
     if n_changed >= SCAN_MIN_CHANGED:
         gathered = _topics_in_batches(gathered, detector)
     if vectors is not None:
         gathered = _embedded_in_batches(gathered, vectors, detector)
-    stored = store.has_contradictions()
     kept = _kept_walks(detector)
     for block, changed_ids in gathered:
         if len(block) < 2:          # a fact alone in its block has nothing to contradict
@@ -600,4 +612,16 @@ def _make_detector(config, det: dict) -> Detector:
                         min_confidence=float(det.get("min_confidence", 0.0)), **kw)
     if config is not None:
         detector.max_text_chars = config.max_text_chars
+    if embedder is None and judge is None:
+        # what a worker process needs to build the same detector (overlay/detect/parallel.py)
+        detector.spawn_spec = {"pack": pack, "min_confidence": detector.min_confidence,
+                               "max_text_chars": detector.max_text_chars}
+    detector.workers = det.get("workers")
+    return detector
+
+
+def detector_from_spec(spec: dict) -> Detector:
+    """The rules-mode detector a ``spawn_spec`` describes (in a worker process)."""
+    detector = Detector(spec["pack"], min_confidence=spec["min_confidence"])
+    detector.max_text_chars = spec["max_text_chars"]
     return detector

@@ -249,6 +249,10 @@ class Detector:
     # Characters of a text the slots read ([limits] max_text_chars; make_detector sets it):
     # a megabyte-long memory is read by its beginning, in bounded time.
     max_text_chars = DEFAULT_MAX_TEXT_CHARS
+    # set by make_detector (blocks.py): how a worker process builds the same detector (None:
+    # this one cannot be rebuilt there, its blocks are walked here) and `[detector] workers`
+    spawn_spec: dict | None = None
+    workers: int | None = None
 
     def _capped(self, text: str | None) -> str:
         """`text` as the learned layer and the slots read it: its first max_text_chars."""

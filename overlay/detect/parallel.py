@@ -1,0 +1,170 @@
+"""Block walks in worker processes, for a sync that changed many facts of many subjects.
+
+A first audit of a store of many users walks thousands of small blocks, one after the
+other, each independent of the rest: its cost is nearly all the detector's Python (reading
+texts, comparing pairs) on one core. Here the blocks are handed, a batch of about
+BATCH_FACTS facts at a time, to worker processes that each hold a detector built the way
+the sync's was (``make_detector`` leaves a ``spawn_spec`` on it: rules mode, a pack path,
+min_confidence, the text cap), and the edges each walk finds come back in block order, so
+the overlay receives exactly what a walk in the sync's process would have given, in the
+same order (tests/test_detect_parallel.py compares the two).
+
+What a worker receives is each fact as a plain tuple of WALK_COLUMNS; what it returns is
+each block's edges and restatements. Workers never open the overlay or a source.
+
+When it runs (``workers_for``): the detector has a spawn_spec (no embedder, no judge, not
+a detector a caller built by hand), more than one worker is allowed, and the sync changed
+at least PARALLEL_MIN facts (fewer: starting the workers, about half a second of imports
+and model loading each, costs more than it saves). Workers are started with the ``spawn``
+method (a fresh interpreter: nothing of the sync's threads, locks or connections is
+inherited). Spawn imports the program's main module again in each worker: the console
+script guards its entry point, and so must a user's script that sets ``workers`` for
+``MemWatch`` (the usual ``if __name__ == "__main__":``); that is why the Python API walks in
+its own process unless ``[detector] workers`` says otherwise, and the console script uses
+every core (DEFAULT_WORKERS, set by overlay/cli/main.py).
+
+A worker that dies (killed, out of memory) does not hang the sync: the batches not
+returned yet are walked in the sync's own process, and the sync goes on.
+"""
+from __future__ import annotations
+
+import os
+from collections import deque
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, Iterable, Iterator
+
+PARALLEL_MIN = 20_000       # changed facts of one sync before blocks are walked in workers
+BATCH_FACTS = 4096          # facts per batch handed to a worker (blocks are never split)
+IN_FLIGHT = 3               # batches queued per worker: memory stays bounded
+MAX_WORKERS = 8
+# None: the sync's own process walks every block unless `[detector] workers` says otherwise
+# (the Python API); the console script sets it to the machine's cores (overlay/cli/main.py)
+DEFAULT_WORKERS: int | None = None
+
+# What a walk reads of a fact (blocks.fact_view, _Walk): sent to workers as plain tuples.
+WALK_COLUMNS = ("id", "ref", "subject", "key", "text", "category", "created_at", "updated_at", "first_seen",
+                "tbl", "content_hash")
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def workers_for(detector: Any, changed: int, configured: int | None) -> int:
+    """How many worker processes walk a sync's blocks (0 or 1: none, the sync's own process)."""
+    if getattr(detector, "spawn_spec", None) is None or changed < PARALLEL_MIN:
+        return 0
+    wanted = configured if configured is not None else DEFAULT_WORKERS
+    if not wanted or wanted < 2:
+        return 0
+    return min(wanted, MAX_WORKERS, cores())
+
+
+def walk_rows(block: list) -> list[tuple]:
+    """A block's rows as the plain tuples a worker receives."""
+    return [tuple(r[c] for c in WALK_COLUMNS) for r in block]
+
+
+class ParallelWalks:
+    """Walks of (block rows, changed ids) pairs in worker processes, in the order given."""
+
+    def __init__(self, detector: Any, workers: int):
+        import multiprocessing
+        self.detector, self.workers = detector, workers
+        self.comparisons = 0            # the workers' comparisons (the sync's detector counts its own)
+        self.fallbacks = 0              # batches walked here after a worker died
+        self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                         initializer=_start_worker, initargs=(detector.spawn_spec,))
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> "ParallelWalks":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def walks(self, gathered: Iterable[tuple[list, set[int]]]) -> Iterator[tuple[list, set[int], dict, list]]:
+        """(block, changed ids, edges, confirms) per block of ``gathered``, in its order; the
+        edges and confirms are blocks.walk_block's (none for a block of one fact)."""
+        pending: deque = deque()          # (batch, future or None once the pool is broken)
+        broken = False
+        for batch in _batches(gathered):
+            if not broken:
+                try:
+                    future = self._pool.submit(_walk_batch, [(walk_rows(b), c) for b, c in batch if len(b) >= 2])
+                except BrokenProcessPool:
+                    broken, future = True, None
+            else:
+                future = None
+            pending.append((batch, future))
+            while len(pending) > IN_FLIGHT * self.workers:
+                item = pending.popleft()
+                yield from self._results(*item)
+        while pending:
+            yield from self._results(*pending.popleft())
+
+    def _results(self, batch: list, future) -> Iterator[tuple[list, set[int], dict, list]]:
+        results = None
+        if future is not None:
+            try:
+                results, comparisons = future.result()
+                self.comparisons += comparisons
+            except BrokenProcessPool:
+                results = None
+        if results is None:                     # no worker: walked here
+            from memwatch_overlay.overlay.detect.blocks import walk_block
+            self.fallbacks += 1
+            results = [walk_block(self.detector, b, c) for b, c in batch if len(b) >= 2]
+        walked = iter(results)
+        for block, changed in batch:
+            if len(block) < 2:
+                yield block, changed, {}, []
+            else:
+                edges, confirms = next(walked)
+                yield block, changed, edges, confirms
+
+
+def _batches(gathered: Iterable[tuple[list, set[int]]]) -> Iterator[list]:
+    """The blocks in batches of about BATCH_FACTS facts (a block is never split)."""
+    batch: list = []
+    n = 0
+    for block, changed in gathered:
+        batch.append((block, changed))
+        n += len(block)
+        if n >= BATCH_FACTS:
+            yield batch
+            batch, n = [], 0
+    if batch:
+        yield batch
+
+
+# ------------------------------------------------------------------ in a worker
+_detector: Any = None
+
+
+def _start_worker(spec: dict) -> None:
+    global _detector
+    import gc
+    from memwatch_overlay.overlay.detect.blocks import detector_from_spec
+    # as blocks._collector_paused does around a walk in the sync's process: a worker only
+    # walks, and its few reference cycles are not worth the collector's passes over its caches
+    gc.disable()
+    _detector = detector_from_spec(spec)
+
+
+def _walk_batch(blocks: list[tuple[list[tuple], set[int]]]) -> tuple[list, int]:
+    """Each block's (edges, confirms), walked by this worker's detector; and its comparisons."""
+    from memwatch_overlay.overlay.detect.blocks import fact_view, walk_block
+    detector = _detector
+    before = detector.comparisons
+    rows = [[dict(zip(WALK_COLUMNS, r)) for r in block] for block, _ in blocks]
+    detector.prefetch_topics([fact_view(r) for block in rows if len(block) < BATCH_FACTS for r in block])
+    out = [walk_block(detector, block, changed) for block, (_, changed) in zip(rows, blocks)]
+    return out, detector.comparisons - before

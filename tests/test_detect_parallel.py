@@ -1,0 +1,131 @@
+"""Blocks walked in worker processes (overlay/detect/parallel.py) give exactly what the
+sync's own process gives: the same edges in the same order, the same fact statuses and
+restatements, the same comparisons; a worker that dies leaves its batches to the sync's
+process; and the choice of when to use workers is the one documented."""
+from __future__ import annotations
+
+import os
+import random
+import signal
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+
+from memwatch_overlay.core.timeparse import parse_as_of
+from memwatch_overlay.overlay.detect import blocks, parallel
+from memwatch_overlay.overlay.engine.audit import audit
+from memwatch_overlay.overlay.store.database import OverlayStore
+from memwatch_overlay.rules.config import load_config
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from bench_audit import agent_rows  # noqa: E402
+
+AS_OF = "2026-11-29"
+NOTES = ["I just joined {c}.", "Started a new job at {c}.", "I work at {c}.", "We moved to {t} last month.",
+         "I live in {t}.", "Handed in my notice at {c} today.", "Not vegetarian anymore, steak is back.",
+         "I am vegetarian.", "We adopted a beagle named {d}.", "{d} passed away this winter."]
+
+
+def _store(path: Path, users: int = 150, per_user: int = 20) -> Path:
+    """A store of many users: six keys whose values change (bench_audit's agent table) and
+    free-text notes that outdate each other, restate, and end states."""
+    rnd = random.Random(3)
+    rows = list(agent_rows(users * per_user // 2, users=users))
+    for i in range(users * per_user // 2):
+        text = rnd.choice(NOTES).format(c=rnd.choice(["Google", "Stripe", "Grab"]), t=rnd.choice(["Leeds", "Oslo"]),
+                                        d=rnd.choice(["Biscuit", "Pepper"]))
+        rows.append((f"u{i % users}", None, text, f"2026-{rnd.randrange(1, 12):02d}-{rnd.randrange(1, 28):02d} 10:00:00"))
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE agent_facts (id INTEGER PRIMARY KEY, user_id TEXT, fact_key TEXT, fact_value TEXT, "
+                 "created_at TEXT)")
+    conn.executemany("INSERT INTO agent_facts (user_id, fact_key, fact_value, created_at) VALUES (?, ?, ?, ?)", rows)
+    conn.commit()
+    conn.close()
+    return path
+
+
+def _audit(store: Path, overlay: Path, tmp: Path, workers: int | None):
+    cfg = tmp / f"w{workers}.toml"
+    cfg.write_text("" if workers is None else f"[detector]\nworkers = {workers}\n")
+    result = audit(str(store), load_config(str(cfg)), as_of=parse_as_of(AS_OF), overlay_path=str(overlay))
+    comparisons = sum(s.comparisons for s in result.stats)
+    result.close()
+    conn = sqlite3.connect(overlay)
+    try:
+        edges = conn.execute("SELECT id, older_id, newer_id, kind, confidence, evidence, update_json "
+                             "FROM contradictions ORDER BY id").fetchall()
+        facts = conn.execute("SELECT id, status, confirmations, updated_at, freshness FROM facts ORDER BY id").fetchall()
+    finally:
+        conn.close()
+    return edges, facts, comparisons
+
+
+def test_workers_find_exactly_what_one_process_finds(tmp_path, monkeypatch):
+    store = _store(tmp_path / "agent.db")
+    monkeypatch.setattr(parallel, "PARALLEL_MIN", 100)
+    monkeypatch.setattr(parallel, "BATCH_FACTS", 500)        # several batches in flight
+    walked = []
+    real = parallel.ParallelWalks.walks
+
+    def counting(self, gathered):
+        for item in real(self, gathered):
+            walked.append(item[0])
+            yield item
+    monkeypatch.setattr(parallel.ParallelWalks, "walks", counting)
+    serial = _audit(store, tmp_path / "one.db", tmp_path, None)
+    assert not walked                       # the Python API walks in its own process by default
+    two = _audit(store, tmp_path / "two.db", tmp_path, 2)
+    assert len(walked) == 150               # every block went through the workers
+    assert len(serial[0]) > 300             # planted: values change, notes end states
+    assert two == serial
+
+
+def test_a_worker_that_dies_leaves_its_batches_to_the_syncs_process(tmp_path, monkeypatch):
+    store = _store(tmp_path / "agent.db", users=60)
+    monkeypatch.setattr(parallel, "BATCH_FACTS", 40)         # 30 batches, at most 6 in flight
+    serial = _audit(store, tmp_path / "one.db", tmp_path, None)
+    overlay = OverlayStore(str(tmp_path / "one.db"))
+    try:
+        subjects = {r[0] for r in overlay.conn.execute("SELECT DISTINCT subject FROM facts")}
+        gathered = list(blocks._scanned_blocks(overlay, [1], subjects, 1, 1))
+        detector = blocks.make_detector(None)
+        expected = [blocks.walk_block(detector, b, c) for b, c in gathered]
+        got = []
+        with parallel.ParallelWalks(detector, 2) as pool:
+            for i, (block, changed, edges, confirms) in enumerate(pool.walks(iter(gathered))):
+                if i == 0:
+                    for pid in list(pool._pool._processes):
+                        os.kill(pid, signal.SIGKILL)
+                got.append((edges, confirms) if len(block) >= 2 else None)
+        assert pool.fallbacks >= 1
+        assert got == [e if len(b) >= 2 else None for e, (b, _) in zip(expected, gathered)]
+        assert sum(len(e) for e, _ in expected) == len(serial[0])
+    finally:
+        overlay.close()
+
+
+def test_when_workers_walk_the_blocks(monkeypatch):
+    detector = blocks.make_detector(None)
+    assert detector.spawn_spec is not None and detector.workers is None
+    monkeypatch.setattr(parallel, "cores", lambda: 4)
+    n = parallel.PARALLEL_MIN
+    assert parallel.workers_for(detector, n, None) == 0            # the API's default: in-process
+    assert parallel.workers_for(detector, n, 3) == 3
+    assert parallel.workers_for(detector, n, 16) == 4              # never more than the cores
+    assert parallel.workers_for(detector, n - 1, 3) == 0           # too few changed facts
+    monkeypatch.setattr(parallel, "DEFAULT_WORKERS", 4)            # the console script's default
+    assert parallel.workers_for(detector, n, None) == 4
+    assert parallel.workers_for(detector, n, 1) == 0               # `workers = 1`: in-process
+    by_hand = blocks.Detector()
+    assert parallel.workers_for(by_hand, n, 4) == 0                # cannot be rebuilt in a worker
+
+
+@pytest.mark.parametrize("value", ["0", "65", '"two"', "1.5"])
+def test_a_bad_workers_setting_is_a_config_error(tmp_path, value):
+    from memwatch_overlay.core.errors import ConfigError
+    cfg = tmp_path / "memwatch.toml"
+    cfg.write_text(f"[detector]\nworkers = {value}\n")
+    with pytest.raises(ConfigError, match="detector.workers"):
+        load_config(str(cfg))
