@@ -128,9 +128,9 @@ def test_the_candidate_index_reads_topics_only_and_pairs_read_the_rest(tmp_path,
         seen["info"].add(text)
         return info(self, text)
 
-    def pair_met(self, new_text, old_text, old_key, wide=True):
+    def pair_met(self, new_text, old_text, old_key, wide=True, linked=False):
         seen["pairs"].update((new_text, self.old_text(old_text, old_key)))
-        return may_relate(self, new_text, old_text, old_key, wide)
+        return may_relate(self, new_text, old_text, old_key, wide, linked)
     monkeypatch.setattr(Learned, "_topics", topics_read)
     monkeypatch.setattr(Learned, "info", info_read)
     monkeypatch.setattr(Learned, "may_relate", pair_met)

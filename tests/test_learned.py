@@ -209,6 +209,30 @@ def test_the_cheap_rules_mode_gate_agrees_with_the_features_gate():
     assert widened > 10                              # and the wider wants change something
 
 
+def test_a_shared_name_opens_the_gate_and_the_cheap_gate_agrees():
+    """A name of the older fact in the newer one (Detector.linked) lets the pair model weigh
+    a pair whatever the topics say ("since Harold passed" after "Husband is Harold"); a
+    shared common word does not; the cheap gate agrees with the features' gate either way."""
+    det = Detector()
+    m = det.learned
+    pairs = [("Husband is Harold", None, "It's been a hard few months since Harold passed. The garden helps.", True),
+             ("I live in Shoreditch", None, "Walthamstow is so much quieter than Shoreditch was", True),
+             ("Priya thinks remote work is overrated for junior staff.", None,
+              "Priya just joined Stripe as a staff engineer.", False),
+             ("Note 3: the sky was clear tonight", None, "Note 4: the cat sat on the mat", False)]
+    for old, key, new, linked in pairs:
+        o, n = fact("o", old, key), fact("n", new)
+        assert det.linked(n, o) is linked, (old, new)
+        for wide in (True, False):
+            feats = m.features(new, old, key, "none", 0.0, False, wide=wide, linked=linked)
+            assert m.may_relate(new, old, key, wide, linked) == m.related(feats), (old, new, wide)
+            if linked:
+                assert m.related(feats) or feats.get("t_multi", 0) > feats.get("t_single", 0)
+    old, new = pairs[1][0], pairs[1][2]
+    assert not m.may_relate(new, old, None, True, False)        # the topics alone turn it away
+    assert m.may_relate(new, old, None, True, True)
+
+
 def test_the_newer_fact_looks_wide_only_where_the_rules_read_no_slot():
     """The index's topic wants are what the gate reads: the wider set for a text the rules
     read no slot in, its offered topics where they read one."""
@@ -218,8 +242,11 @@ def test_the_newer_fact_looks_wide_only_where_the_rules_read_no_slot():
     assert not det.read(casual).slots and det.read(slotted).slots
     for f, wide in ((casual, True), (slotted, False)):
         offers, wants = det.learned_terms(f)
-        assert wants == {("topic", t) for t in det.learned.wants_of(f.text, wide)}
-        assert {t for t in det.offers_and_wants(f)[1] if t[0] == "topic"} == wants
+        topic_wants = {t for t in wants if t[0] == "topic"}
+        assert topic_wants == {("topic", t) for t in det.learned.wants_of(f.text, wide)}
+        assert {t for t in det.offers_and_wants(f)[1] if t[0] == "topic"} == topic_wants
+        # the other wants are its salient words, looking for an older fact naming them
+        assert wants - topic_wants == {("link", a[:5]) for a in det.read(f).anchors}
     # the e-mail text's second guess is employer: looking wide, it would meet "works at Google"
     assert det.learned.wants_of(slotted.text, True) != det.learned.wants_of(slotted.text, False)
 

@@ -354,8 +354,14 @@ def own_examples(learned: Learned, embedder=None, shifts: bool = False, exclude:
         n = FactView("new", "case", None, new, "general", T0)
         f = det.pair_features(n, [o])[0]
         rule = bool(f.get("r_value", 0) or f.get("r_cue", 0))
-        out.append((f, int(label), rule, bool(f.get("r_confirmed")), weight))
+        out.append((f, int(label), rule, not_weighed(f), weight))
     return out
+
+
+def not_weighed(feats: dict) -> bool:
+    """A pair the detector never lets the pair model weigh (Detector.compare): the rules read
+    a restatement, or an ending of another value of the older fact's slot."""
+    return bool(feats.get("r_confirmed") or feats.get("r_ends_other"))
 
 
 def _fit(feats: list[dict], y: list[int], C: float, weights: list[float] | None = None):
@@ -408,7 +414,7 @@ def cross_validate(ex, folds: int, C: float, min_p: float, own=(), picker=None):
     feats = [ex[i][3] for i in idx]
     y = [ex[i][4] for i in idx]
     rule = [ex[i][5] for i in idx]
-    conf = [bool(ex[i][3].get("r_confirmed")) for i in idx]
+    conf = [not_weighed(ex[i][3]) for i in idx]
     own_f = [o[0] for o in own]
     own_y = [o[1] for o in own]
     own_w = [o[4] for o in own]
@@ -478,7 +484,7 @@ def diagnose(ex, oof, title: str, learned: Learned) -> dict:
     newer text wants no topic even looking wide (the topic model saw no slot in it);
     ``gate_old`` the older fact offers none; ``gate_cross`` turned away with topics on both
     sides but none shared (a cross-slot pair: study -> employer); ``gate_additive`` turned away as an addition to a multi-valued
-    topic; ``confirmed`` read as a restatement by the rules; ``skipped`` other entities."""
+    topic; ``confirmed`` read as a restatement (or the ending of another value) by the rules; ``skipped`` other entities."""
     out: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for i, e in enumerate(ex):
         if not e[4]:
@@ -491,7 +497,7 @@ def diagnose(ex, oof, title: str, learned: Learned) -> dict:
             why = "rules"
         elif flag:
             why = "model"
-        elif f.get("r_confirmed"):
+        elif not_weighed(f):
             why = "confirmed"
         elif Learned.related(f):
             why = "below"

@@ -72,6 +72,10 @@ MAX_TOPIC_HOLDERS = 8
 # memories: 7.8 comparisons a fact without the wider wants, 8.2 with 4 holders, 8.0 with 2;
 # tests/test_detect_blocks.py bounds it at 8.)
 MAX_WIDE_TOPIC_HOLDERS = 2
+# A salient word two facts share (Detector.linked: "Kai", "sertanejo", "Outback") lets the
+# learned layer weigh the pair whatever their topics; a newer fact meets the newest few
+# facts holding each of its words.
+MAX_LINK_HOLDERS = 1
 # With the semantic layer, a newer fact also meets this many of the block's newest facts
 # not yet outdated, whatever words they share.
 MAX_SEMANTIC = 32
@@ -368,8 +372,8 @@ class _Walk:
         return r[self.views[i].ref].entity == r[self.views[j].ref].entity
 
     def _drop(self, i: int, terms: frozenset, keep_alive: bool = False) -> None:
-        if not keep_alive:          # an outdated fact is outdated on its topics too (learned layer)
-            terms = terms | {t for t in self.index.terms[i] if t[0] == "topic"}
+        if not keep_alive:          # an outdated fact is outdated on its topics and words too (learned layer)
+            terms = terms | {t for t in self.index.terms[i] if t[0] == "topic" or t[0] == "link"}
         for t in terms & self.index.terms[i]:
             h = self.holders.get(t)
             if h is not None:
@@ -390,8 +394,9 @@ class _Walk:
         for t in wants:
             h = self.holders.get(t)
             if h:
-                cap = MAX_HOLDERS if t[0] != "topic" else (
-                    MAX_TOPIC_HOLDERS if t in offers else MAX_WIDE_TOPIC_HOLDERS)
+                kind = t[0]
+                cap = (MAX_HOLDERS if kind != "topic" and kind != "link" else MAX_LINK_HOLDERS if kind == "link"
+                       else MAX_TOPIC_HOLDERS if t in offers else MAX_WIDE_TOPIC_HOLDERS)
                 cands.update(islice(reversed(h), cap))
         if index.everything:
             cands.update(islice(reversed(self.alive), MAX_SEMANTIC))

@@ -46,6 +46,7 @@ from memwatch_overlay.overlay.detect.slots import (
     Slot,
     digits,
     infer_category,
+    named_forms,
     normalize,
     norm_value,
     stem,
@@ -103,6 +104,9 @@ class Judge(Protocol):
 class _Verdict:
     conflicts: list[Contradiction] = field(default_factory=list)
     confirmed: bool = False
+    # the newer fact ends another value of a slot the older one holds ("handed in my notice
+    # at Google" after "employer: Shopify"): the rules read that it leaves this one as it is
+    ends_other: bool = False
 
 
 class Detector:
@@ -127,9 +131,10 @@ class Detector:
         self._terms: OrderedDict[tuple[str, str, str], tuple[frozenset, frozenset]] = OrderedDict()
         self._cache_size = cache_size
         self._texts: dict[str, Reading] = {}     # text -> its reading for no subject in particular
-        # (newer text, older text, older key) -> the pair model's probability (rules mode)
-        self._pair_scores: dict[tuple[str, str, str | None, bool], float | None] = {}
+        # _gate_key(newer, older) -> the pair model's probability (rules mode)
+        self._pair_scores: dict[tuple[str, str, str | None, bool, bool], float | None] = {}
         self._wide_of: tuple[FactView | None, bool] = (None, False)
+        self._links: dict[tuple[str, str], frozenset[str]] = {}     # (text, subject) -> link_words
 
     # ------------------------------------------------------------ public API
     def compare(self, newer: FactView, olders: Iterable[FactView],
@@ -156,7 +161,7 @@ class Detector:
         sims = self._sims(newer, [o for o, _ in pairs])
         for (old, v), sim in zip(pairs, sims):
             best = _best(v.conflicts)
-            if best is None and not v.confirmed and self.learned is not None:
+            if best is None and not v.confirmed and not v.ends_other and self.learned is not None:
                 best = self._learned(newer, old, v, sim)
             if best is not None:
                 out.append(best)
@@ -198,13 +203,18 @@ class Detector:
     def learned_terms(self, fact: FactView) -> tuple[set[tuple], set[tuple]]:
         """Candidate-index terms of the learned layer, (offers, wants): the topics the fact
         offers as the older fact (its likeliest, its key read with its text) and the wider
-        set it looks for as the newer one (its text alone). A pair meets on them exactly
-        when the learned gate (Learned.may_relate / related) lets it through."""
+        set it looks for as the newer one (its text alone); the names it offers
+        (``link_words``) and the words it looks for them with (its anchors). A pair meets
+        on them exactly when the learned gate (Learned.may_relate / related) lets it through."""
         if self.learned is None:
             return set(), set()
         text = self._capped(fact.text)
-        return ({("topic", t) for t in self.learned.topics_of(text, self._own_key(fact))},
-                {("topic", t) for t in self.learned.wants_of(text, self._looks_wide(fact))})
+        # a salient word links two facts too (``linked``): _stem_match(a, b) holds exactly
+        # when a[:5] == b[:5], so the five-letter forms are the index terms
+        return ({("topic", t) for t in self.learned.topics_of(text, self._own_key(fact))}
+                | {("link", a[:5]) for a in self.link_words(fact)},
+                {("topic", t) for t in self.learned.wants_of(text, self._looks_wide(fact))}
+                | {("link", a[:5]) for a in self.read(fact).anchors})
 
     def prefetch_topics(self, facts: Iterable[FactView]) -> None:
         """Let the learned layer estimate, in one batch, the topics ``learned_terms`` will
@@ -387,7 +397,21 @@ class Detector:
         if v.conflicts or v.confirmed:
             return v
         self._cues(new, nr, old, orr, v)
+        if not v.conflicts:
+            v.ends_other = self._ends_another_value(nr, orr)
         return v
+
+    def _ends_another_value(self, nr: Reading, orr: Reading) -> bool:
+        """Whether the newer reading ends a value of a slot that the older reading holds
+        with a different value (what the rules leave standing; the learned layer does not
+        weigh such a pair)."""
+        for s in nr.slots:
+            if s.kind != "end" or not s.value:
+                continue
+            for o in orr.slots:
+                if o.name == s.name and o.value and not _same(self.pack.slot(o.name), s.value, o.value):
+                    return True
+        return False
 
     def _key_value(self, new, nr, old, orr, v: _Verdict) -> None:
         if not (new.key and old.key) or new.key.strip().lower() != old.key.strip().lower():
@@ -591,7 +615,9 @@ class Detector:
                                       best.confidence if best is not None else 0.0,
                                       v.confirmed, None if sim is None else sim[0],
                                       None if sim is None else sim[1:3], names=names,
-                                      wide=self._looks_wide(new))
+                                      wide=self._looks_wide(new), linked=sim is None and self.linked(new, old))
+        if v.ends_other:            # never scored (compare); marked for training (train_detector)
+            feats["r_ends_other"] = 1.0
         if sim is not None and sim[3] is not None:
             new_parts, old_text, old_vec = sim[3]
             old_info = self.learned.info(self.learned.old_text(old_text, self._own_key(old)))
@@ -603,13 +629,43 @@ class Detector:
                           gate: tuple[str, str, str | None, bool] | None = None) -> float | None:
         """The pair model's probability, or None when its gate turns the pair away. ``gate``:
         the (newer text, older text, older key, wide) the rules-mode gate reads, if known."""
-        if sim is None and not self.learned.may_relate(*(gate or (
-                self._capped(new.text), self._capped(old.text), self._own_key(old), self._looks_wide(new)))):
+        if sim is None and not self.learned.may_relate(*(gate or self._gate_key(new, old))):
             return None                 # the gate would say no: no features built
         feats = self._features(new, old, v, sim)
         if not self.learned.related(feats):
             return None
         return self.learned.score(mode, feats)
+
+    def _gate_key(self, new: FactView, old: FactView) -> tuple[str, str, str | None, bool, bool]:
+        """What the rules-mode gate and pair model read of a pair: (newer text, older text,
+        older key, whether the newer looks wide, whether they share a salient word)."""
+        return (self._capped(new.text), self._capped(old.text), self._own_key(old), self._looks_wide(new),
+                self.linked(new, old))
+
+    def linked(self, new: FactView, old: FactView) -> bool:
+        """Whether the newer fact mentions a name of the older one (its ``link_words``
+        among the newer reading's anchors) -- the learned layer's lexical way in
+        (Learned.related); ``learned_terms`` indexes the same words."""
+        wants = self.read(new).anchors
+        return any(_stem_match(a, b) for a in self.link_words(old) for b in wants)
+
+    def link_words(self, fact: FactView) -> frozenset[str]:
+        """The salient words (reading anchors: never the subject's own name, no stop or
+        generic word) that stand in the fact's text for a name (slots.named_forms: a word
+        capitalised where no sentence begins, an address): "Boyfriend: Kai", "I live in
+        Shoreditch", "Active on LinkedIn". A common word two facts share ("junior staff",
+        "staff engineer"), a sentence's first word ("Note 3: ...") and the person the text
+        opens with (Reading.entity: "Priya works at ...", in a store that names no user)
+        link nothing."""
+        text = self._capped(fact.text)
+        ck = (text, fact.subject or "")
+        got = self._links.get(ck)
+        if got is None:
+            if len(self._links) > self._cache_size:
+                self._links.clear()
+            r = self.read(fact)
+            got = self._links[ck] = (r.anchors & named_forms(text)) - {r.entity}
+        return got
 
     def _learned(self, new: FactView, old: FactView, v: _Verdict, sim) -> Contradiction | None:
         """The pair model's verdict on a pair the rules did not flag."""
@@ -617,7 +673,7 @@ class Detector:
         if sim is None and not v.conflicts and not v.confirmed:
             # in the rules mode the pair's probability depends on the two texts, the older key
             # and whether the newer looks wide: a pair of texts met again is scored once
-            ck = (self._capped(new.text), self._capped(old.text), self._own_key(old), self._looks_wide(new))
+            ck = self._gate_key(new, old)
             p = self._pair_scores.get(ck, _UNSCORED)
             if p is _UNSCORED:
                 p = self._pair_probability(new, old, v, sim, mode, ck)

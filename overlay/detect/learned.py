@@ -461,15 +461,17 @@ class Learned:
     def related(feats: dict[str, float]) -> bool:
         """The gate: only pairs where a topic the newer text wants (``wants_of``: wide or
         not, as the features were built) is one the older text offers (``topics_of``), or
-        similar enough, and not an addition to a
-        multi-valued topic, are scored.
+        the two share a salient word (``lex_link``: Detector.linked, "Kai and I called it
+        quits" after "Boyfriend: Kai", whatever the topic model reads), or similar enough,
+        and not an addition to a multi-valued topic, are scored.
 
-        In the rules mode a wanted topic the older text offers is the only way in: these are
-        the candidate-index terms of the block walk (blocks.py), so the walk meets every pair
-        this gate lets through. The static word vectors weigh a pair (features) but never open the gate: a
+        In the rules mode a wanted topic the older text offers, or a shared salient word, is
+        the only way in: these are the candidate-index terms of the block walk (blocks.py),
+        so the walk meets the pairs this gate lets through (the newest few holders of each). The static word vectors weigh a pair (features) but never open the gate: a
         similarity threshold would relate pairs the index never proposes, which an audit
         would then miss while comparing every pair found them."""
         near = (feats.get("t_want", 0.0) > 0
+                or feats.get("lex_link", 0.0) > 0
                 or max(feats.get("sim", 0.0), feats.get("s_csim", 0.0)) >= SIM_GATE
                 or feats.get("e_same", 0.0) > 0)
         # on a multi-valued topic (languages, foods, hobbies) a new value is an addition unless
@@ -479,20 +481,22 @@ class Learned:
                     and "n_ending" not in feats)
         return near and not additive
 
-    def may_relate(self, new_text: str, old_text: str, old_key: str | None, wide: bool = True) -> bool:
+    def may_relate(self, new_text: str, old_text: str, old_key: str | None, wide: bool = True,
+                   linked: bool = False) -> bool:
         """``related(features(...))`` of a rules-mode pair (no similarity, no embeddings),
         without building the features: most pairs a block meets fail the gate, and the
         features cost a pass over every topic. Keep it in step with ``related``
         (tests/test_learned.py compares the two on many pairs).
 
-        Reads only what the candidate index read (``_topics``) and the newer text's ending
-        cue: a pair turned away reads nothing more of either text. The sums over the multi-
+        Reads only what the candidate index read (``_topics``; ``linked``: the texts share a
+        salient word) and the newer text's ending cue: a pair turned away reads nothing more
+        of either text. The sums over the multi-
         and single-valued topics are compared on the estimated distributions unless they come
         within MARGIN of each other, and then on the reference ones."""
         pn, _, n_tops, n_wants = self._topics(new_text)
         old = self.old_text(old_text, old_key)
         po, _, o_tops, _ = self._topics(old)
-        if not (n_wants if wide else n_tops) & o_tops:
+        if not linked and not (n_wants if wide else n_tops) & o_tops:
             return False
         if self._ends(new_text):
             return True
@@ -540,7 +544,8 @@ class Learned:
     def features(self, new_text: str, old_text: str, old_key: str | None,
                  rule: str, rule_conf: float, confirmed: bool,
                  sim: float | None = None, emb: tuple | None = None,
-                 names: frozenset[str] = frozenset(), wide: bool = True) -> dict[str, float]:
+                 names: frozenset[str] = frozenset(), wide: bool = True,
+                 linked: bool = False) -> dict[str, float]:
         """The pair features (names -> values) the pair model weighs. ``names``: words naming
         the subject ("tomasz"), never a value ("Tomasz's side project" names no new value)."""
         n = self.info(new_text)
@@ -572,6 +577,11 @@ class Learned:
         f["lex_jacc"] = len(shared) / len(union) if union else 0.0
         f["lex_shared"] = min(len(shared), 3) / 3.0
         f["lex_none"] = float(not shared)
+        if linked:              # a salient word of the older text in the newer (rules mode)
+            f["lex_link"] = 1.0
+            if not f["t_want"]:  # ... and no topic in common: the word is the only link
+                f["lex_link_only"] = 1.0
+                f["lex_link_only*t_min"] = mn
         n_values, o_values = without_names(n.values, names), without_names(o.values, names)
         nv, ov = n_values - o_values, o_values - n_values
         f["val_new"] = float(bool(nv))

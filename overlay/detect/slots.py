@@ -478,7 +478,7 @@ class Extractor:
                     else:
                         scope_words = _WORD.findall(m.group(0)) + after_words[:_MAX_SCOPE_WORDS]
                     hits.append(CueHit(
-                        cue=m.group(0), scope=frozenset(_anchor_forms(scope_words)),
+                        cue=m.group(0), scope=frozenset(anchor_forms(scope_words)),
                         confidence=cue.confidence, new_value=_clean(m.groupdict().get("n")),
                         evidence=clause))
         return hits
@@ -515,7 +515,7 @@ class Extractor:
             if len(lw) < 3 or (lw.isdigit() and len(lw) < 4):
                 continue
             keep.append(w)
-        return frozenset(_anchor_forms(keep))
+        return frozenset(anchor_forms(keep))
 
     # -- one slot definition over all clauses
     def _slot(self, sd: SlotDef, plan: "_SlotPlan", infos: list["_Clause"]) -> list[Slot]:
@@ -722,7 +722,7 @@ _NOT_NAMES = {"user", "she", "he", "they", "we", "it", "this", "that", "there", 
               "weight", "status", "name", "birthday", "everything", "nothing", "today", "yesterday"}
 
 
-def _anchor_forms(words) -> list[str]:
+def anchor_forms(words) -> list[str]:
     """Stemmed forms of words; e-mail addresses also give their local part and domain."""
     out = []
     for w in words:
@@ -730,9 +730,32 @@ def _anchor_forms(words) -> list[str]:
     return out
 
 
+def named_forms(text: str) -> frozenset[str]:
+    """The anchor forms (``anchor_forms``) of the words of ``text`` that look like a name:
+    capitalised where a sentence does not begin ("Boyfriend: Kai", "I live in Shoreditch";
+    not "Note 3: ..." nor "Works at ..."), or an address."""
+    out: set[str] = set()
+    for m in _WORD.finditer(text):
+        w = m.group()
+        if "@" in w or (w[0].isupper() and not _opens_sentence(text, m.start()) and w.lower() not in _CALENDAR):
+            out.update(_word_forms(w))
+    return frozenset(out)
+
+
+# capitalised by convention, not names of anything a memory holds ("finally Friday")
+_CALENDAR = frozenset("""monday tuesday wednesday thursday friday saturday sunday january february march
+april may june july august september october november december""".split())
+
+
+def _opens_sentence(text: str, at: int) -> bool:
+    """Whether the word at ``at`` is the first of the text or follows a sentence's end."""
+    before = text[:at].rstrip(" \t\"'(“‘")
+    return not before or before[-1] in ".!?\n"
+
+
 @functools.lru_cache(maxsize=4096)
 def _word_forms(w: str) -> tuple[str, ...]:
-    """``_anchor_forms`` of one word (words recur from text to text: computed once)."""
+    """``anchor_forms`` of one word (words recur from text to text: computed once)."""
     out = []
     lw = w.lower().strip(".,'\"")
     if "@" in lw:
