@@ -69,9 +69,10 @@ def test_workers_find_exactly_what_one_process_finds(tmp_path, monkeypatch):
     walked = []
     real = parallel.ParallelWalks.walks
 
-    def counting(self, gathered):
-        for item in real(self, gathered):
-            walked.append(item[0])
+    def counting(self, gathered, **kw):
+        for item in real(self, gathered, **kw):
+            if item[2] is not None:         # walked by a worker
+                walked.append(item[0])
             yield item
     monkeypatch.setattr(parallel.ParallelWalks, "walks", counting)
     serial = _audit(store, tmp_path / "one.db", tmp_path, None)
@@ -80,6 +81,42 @@ def test_workers_find_exactly_what_one_process_finds(tmp_path, monkeypatch):
     assert len(walked) == 150               # every block went through the workers
     assert len(serial[0]) > 300             # planted: values change, notes end states
     assert two == serial
+
+
+def test_a_block_a_daemon_keeps_is_walked_in_the_syncs_process(tmp_path, monkeypatch):
+    """A user with hundreds of memories among many small users: the workers walk the small
+    blocks, the sync's process the large one, and keeps its walk, so the daemon's next
+    new memory of that user is one step, as without workers."""
+    store = _store(tmp_path / "agent.db", users=40, per_user=10)
+    conn = sqlite3.connect(store)
+    conn.executemany("INSERT INTO agent_facts (user_id, fact_key, fact_value, created_at) VALUES (?, ?, ?, ?)",
+                     [("big", None, f"Note {i}: I work at Company{i % 7}.", f"2025-{1 + i % 12:02d}-{1 + i % 27:02d} 10:00:00")
+                      for i in range(blocks.KEEP_WALK_MIN + 50)])
+    conn.commit()
+    conn.close()
+    monkeypatch.setattr(parallel, "PARALLEL_MIN", 100)
+    serial = _audit(store, tmp_path / "one.db", tmp_path, None)
+    cfg = tmp_path / "w2.toml"
+    cfg.write_text("[detector]\nworkers = 2\n")
+    config = load_config(str(cfg))
+    from memwatch_overlay.overlay.engine.audit import resolve_sources
+    from memwatch_overlay.overlay.engine.sync import SyncEngine
+    with OverlayStore(str(tmp_path / "two.db")) as overlay:
+        cfg2, sources = resolve_sources(str(store), config, None, overlay)
+        detector = blocks.make_detector(cfg2)
+        engine = SyncEngine(overlay, cfg2, detector=detector)
+        first = engine.sync(sources[0], as_of=parse_as_of(AS_OF), full=True)
+        assert [k[1] for k in detector._kept_walks] == ["big"]     # kept, walked here
+        edges = overlay.conn.execute("SELECT id, older_id, newer_id, kind, confidence, evidence, update_json "
+                                     "FROM contradictions ORDER BY id").fetchall()
+        assert [tuple(e) for e in edges] == serial[0] and first.comparisons == serial[2]
+        conn = sqlite3.connect(store)
+        conn.execute("INSERT INTO agent_facts (user_id, fact_key, fact_value, created_at) VALUES "
+                     "('big', NULL, 'I just joined Company3.', '2026-11-20 10:00:00')")
+        conn.commit()
+        conn.close()
+        tick = engine.sync(sources[0], as_of=parse_as_of(AS_OF), full=False)
+        assert tick.records == 1 and 0 < tick.comparisons <= 20
 
 
 def test_a_worker_that_dies_leaves_its_batches_to_the_syncs_process(tmp_path, monkeypatch):

@@ -145,26 +145,12 @@ def _detect_changed(store: OverlayStore, detector: Detector, source_id: int, syn
     blocks = _scanned_blocks if n_changed >= SCAN_MIN_CHANGED else _queried_blocks
     gathered = blocks(store, space, subjects, source_id, sync_no)
     stored = store.has_contradictions()
-    workers = parallel.workers_for(detector, n_changed, getattr(detector, "workers", None))
-    if workers > 1:
-        with parallel.ParallelWalks(detector, workers) as pool:
-            for block, _, edges, confirms in pool.walks(gathered):
-                saver.replace_block(block, edges, stored)
-                for older, at in confirms:
-                    saver.confirm(older, at)
-        saver.flush()
-        if stats is not None:
-            stats.comparisons += detector.comparisons - before + pool.comparisons
-        return saver.found
-    if n_changed >= SCAN_MIN_CHANGED:
-        gathered = _topics_in_batches(gathered, detector)
-    if vectors is not None:
-        gathered = _embedded_in_batches(gathered, vectors, detector)
     kept = _kept_walks(detector)
-    for block, changed_ids in gathered:
+
+    def walk_here(block: list, changed_ids: set[int]) -> None:
         if len(block) < 2:          # a fact alone in its block has nothing to contradict
             saver.replace_block(block, {}, stored)
-            continue
+            return
         key = (tuple(space), block[0]["subject"])
         walk = kept.pop(key, None)
         if walk is not None and not also and walk.resumes(block, changed_ids):
@@ -182,6 +168,29 @@ def _detect_changed(store: OverlayStore, detector: Detector, source_id: int, syn
             kept[key] = walk
             while len(kept) > KEEP_WALKS:
                 kept.pop(next(iter(kept)))
+
+    workers = parallel.workers_for(detector, n_changed, getattr(detector, "workers", None))
+    if workers > 1:
+        # a block a daemon would keep the walk of is walked here (its next new memory is then
+        # one step); the many small ones in the workers, in the order gathered
+        with parallel.ParallelWalks(detector, workers) as pool:
+            for block, changed_ids, edges, confirms in pool.walks(gathered, here=lambda b: len(b) >= KEEP_WALK_MIN):
+                if edges is None:
+                    walk_here(block, changed_ids)
+                    continue
+                saver.replace_block(block, edges, stored)
+                for older, at in confirms:
+                    saver.confirm(older, at)
+        saver.flush()
+        if stats is not None:
+            stats.comparisons += detector.comparisons - before + pool.comparisons
+        return saver.found
+    if n_changed >= SCAN_MIN_CHANGED:
+        gathered = _topics_in_batches(gathered, detector)
+    if vectors is not None:
+        gathered = _embedded_in_batches(gathered, vectors, detector)
+    for block, changed_ids in gathered:
+        walk_here(block, changed_ids)
     saver.flush()
     if stats is not None:
         stats.comparisons += detector.comparisons - before

@@ -10,7 +10,9 @@ the overlay receives exactly what a walk in the sync's process would have given,
 same order (tests/test_detect_parallel.py compares the two).
 
 What a worker receives is each fact as a plain tuple of WALK_COLUMNS; what it returns is
-each block's edges and restatements. Workers never open the overlay or a source.
+each block's edges and restatements. Workers never open the overlay or a source. A block
+the caller picks (``here``: blocks.py picks those whose walk a daemon keeps) is handed back
+in its turn for the sync's process to walk itself.
 
 When it runs (``workers_for``): the detector has a spawn_spec (no embedder, no judge, not
 a detector a caller built by hand), more than one worker is allowed, and the sync changed
@@ -32,7 +34,7 @@ import os
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 PARALLEL_MIN = 20_000       # changed facts of one sync before blocks are walked in workers
 BATCH_FACTS = 4096          # facts per batch handed to a worker (blocks are never split)
@@ -90,19 +92,20 @@ class ParallelWalks:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def walks(self, gathered: Iterable[tuple[list, set[int]]]) -> Iterator[tuple[list, set[int], dict, list]]:
+    def walks(self, gathered: Iterable[tuple[list, set[int]]],
+              here: Callable[[list], bool] | None = None) -> Iterator[tuple[list, set[int], Any, Any]]:
         """(block, changed ids, edges, confirms) per block of ``gathered``, in its order; the
-        edges and confirms are blocks.walk_block's (none for a block of one fact)."""
+        edges and confirms are blocks.walk_block's (none for a block of one fact). A block
+        ``here`` picks is handed back with None for both, for the caller to walk itself."""
         pending: deque = deque()          # (batch, future or None once the pool is broken)
         broken = False
-        for batch in _batches(gathered):
-            if not broken:
+        for batch in _batches(gathered, here):
+            future = None
+            if batch[0] is not _HERE and not broken:
                 try:
                     future = self._pool.submit(_walk_batch, [(walk_rows(b), c) for b, c in batch if len(b) >= 2])
                 except BrokenProcessPool:
-                    broken, future = True, None
-            else:
-                future = None
+                    broken = True
             pending.append((batch, future))
             while len(pending) > IN_FLIGHT * self.workers:
                 item = pending.popleft()
@@ -110,7 +113,10 @@ class ParallelWalks:
         while pending:
             yield from self._results(*pending.popleft())
 
-    def _results(self, batch: list, future) -> Iterator[tuple[list, set[int], dict, list]]:
+    def _results(self, batch: list, future) -> Iterator[tuple[list, set[int], Any, Any]]:
+        if batch[0] is _HERE:
+            yield batch[1][0], batch[1][1], None, None
+            return
         results = None
         if future is not None:
             try:
@@ -131,11 +137,21 @@ class ParallelWalks:
                 yield block, changed, edges, confirms
 
 
-def _batches(gathered: Iterable[tuple[list, set[int]]]) -> Iterator[list]:
-    """The blocks in batches of about BATCH_FACTS facts (a block is never split)."""
+_HERE = object()       # marks a "batch" that is one block the caller walks itself
+
+
+def _batches(gathered: Iterable[tuple[list, set[int]]], here: Callable[[list], bool] | None = None) -> Iterator[list]:
+    """The blocks in batches of about BATCH_FACTS facts (a block is never split); a block
+    ``here`` picks alone, as [_HERE, (block, changed ids)], after the batch before it."""
     batch: list = []
     n = 0
     for block, changed in gathered:
+        if here is not None and here(block):
+            if batch:
+                yield batch
+                batch, n = [], 0
+            yield [_HERE, (block, changed)]
+            continue
         batch.append((block, changed))
         n += len(block)
         if n >= BATCH_FACTS:
