@@ -134,7 +134,7 @@ class Detector:
         # _gate_key(newer, older) -> the pair model's probability (rules mode)
         self._pair_scores: dict[tuple[str, str, str | None, bool, bool], float | None] = {}
         self._wide_of: tuple[FactView | None, bool] = (None, False)
-        self._links: dict[tuple[str, str], frozenset[str]] = {}     # (text, subject) -> link_words
+        self._links: dict[tuple[str, str], tuple[frozenset[str], frozenset[str]]] = {}   # _link_forms
 
     # ------------------------------------------------------------ public API
     def compare(self, newer: FactView, olders: Iterable[FactView],
@@ -209,12 +209,11 @@ class Detector:
         if self.learned is None:
             return set(), set()
         text = self._capped(fact.text)
-        # a salient word links two facts too (``linked``): _stem_match(a, b) holds exactly
-        # when a[:5] == b[:5], so the five-letter forms are the index terms
-        return ({("topic", t) for t in self.learned.topics_of(text, self._own_key(fact))}
-                | {("link", a[:5]) for a in self.link_words(fact)},
+        # a name links two facts too (``linked``), by the five-letter forms of the words
+        names, anchors = self._link_forms(fact)
+        return ({("topic", t) for t in self.learned.topics_of(text, self._own_key(fact))} | {("link", a) for a in names},
                 {("topic", t) for t in self.learned.wants_of(text, self._looks_wide(fact))}
-                | {("link", a[:5]) for a in self.read(fact).anchors})
+                | {("link", a) for a in anchors})
 
     def prefetch_topics(self, facts: Iterable[FactView]) -> None:
         """Let the learned layer estimate, in one batch, the topics ``learned_terms`` will
@@ -646,8 +645,8 @@ class Detector:
         """Whether the newer fact mentions a name of the older one (its ``link_words``
         among the newer reading's anchors) -- the learned layer's lexical way in
         (Learned.related); ``learned_terms`` indexes the same words."""
-        wants = self.read(new).anchors
-        return any(_stem_match(a, b) for a in self.link_words(old) for b in wants)
+        # _stem_match(a, b) holds exactly when a[:5] == b[:5]: compared as sets of those
+        return bool(self._link_forms(old)[0] & self._link_forms(new)[1])
 
     def link_words(self, fact: FactView) -> frozenset[str]:
         """The salient words (reading anchors: never the subject's own name, no stop or
@@ -657,14 +656,18 @@ class Detector:
         "staff engineer"), a sentence's first word ("Note 3: ...") and the person the text
         opens with (Reading.entity: "Priya works at ...", in a store that names no user)
         link nothing."""
-        text = self._capped(fact.text)
-        ck = (text, fact.subject or "")
+        r = self.read(fact)
+        return (r.anchors & named_forms(self._capped(fact.text))) - {r.entity}
+
+    def _link_forms(self, fact: FactView) -> tuple[frozenset[str], frozenset[str]]:
+        """The five-letter forms of the fact's ``link_words`` and of its anchors (cached)."""
+        ck = (self._capped(fact.text), fact.subject or "")
         got = self._links.get(ck)
         if got is None:
             if len(self._links) > self._cache_size:
                 self._links.clear()
-            r = self.read(fact)
-            got = self._links[ck] = (r.anchors & named_forms(text)) - {r.entity}
+            got = self._links[ck] = (frozenset(a[:5] for a in self.link_words(fact)),
+                                     frozenset(a[:5] for a in self.read(fact).anchors))
         return got
 
     def _learned(self, new: FactView, old: FactView, v: _Verdict, sim) -> Contradiction | None:
