@@ -166,3 +166,50 @@ def test_a_bad_workers_setting_is_a_config_error(tmp_path, value):
     cfg.write_text(f"[detector]\nworkers = {value}\n")
     with pytest.raises(ConfigError, match="detector.workers"):
         load_config(str(cfg))
+
+
+# The sync's process, in a subprocess: walks an overlay's blocks with two workers, prints the
+# workers' pids after the first result and then waits (as a daemon killed mid-walk would).
+KILLED_MID_WALK = """
+import sys, time
+from memwatch_overlay.overlay.detect import blocks, parallel
+from memwatch_overlay.overlay.store.database import OverlayStore
+if __name__ == "__main__":
+    parallel.BATCH_FACTS = 40
+    overlay = OverlayStore(sys.argv[1])
+    subjects = {r[0] for r in overlay.conn.execute("SELECT DISTINCT subject FROM facts")}
+    gathered = list(blocks._scanned_blocks(overlay, [1], subjects, 1, 1))
+    pool = parallel.ParallelWalks(blocks.make_detector(None), 2)
+    for _ in pool.walks(iter(gathered)):
+        print(" ".join(str(p) for p in pool._pool._processes), flush=True)
+        time.sleep(600)
+"""
+
+
+def test_workers_end_when_the_syncs_process_is_killed(tmp_path):
+    import subprocess
+    import time
+    store = _store(tmp_path / "agent.db", users=60)
+    _audit(store, tmp_path / "one.db", tmp_path, None)
+    script = tmp_path / "walk.py"
+    script.write_text(KILLED_MID_WALK)
+    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path / "one.db")], stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(p) for p in proc.stdout.readline().split()]
+        assert len(pids) == 2 and all(_alive(p) for p in pids)
+    finally:
+        proc.kill()                         # kill -9 of the sync's process
+        proc.wait()
+    deadline = time.monotonic() + 10 * parallel.PARENT_CHECK_SECONDS + 5
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in pids)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie, dead but not reaped by its new parent, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

@@ -26,7 +26,9 @@ its own process unless ``[detector] workers`` says otherwise, and the console sc
 every core (DEFAULT_WORKERS, set by overlay/cli/main.py).
 
 A worker that dies (killed, out of memory) does not hang the sync: the batches not
-returned yet are walked in the sync's own process, and the sync goes on.
+returned yet are walked in the sync's own process, and the sync goes on. A sync's process
+that dies (kill -9) takes its workers with it: each checks every PARENT_CHECK_SECONDS that
+its parent still runs, and exits when it does not.
 """
 from __future__ import annotations
 
@@ -40,6 +42,7 @@ PARALLEL_MIN = 20_000       # changed facts of one sync before blocks are walked
 BATCH_FACTS = 4096          # facts per batch handed to a worker (blocks are never split)
 IN_FLIGHT = 3               # batches queued per worker: memory stays bounded
 MAX_WORKERS = 8
+PARENT_CHECK_SECONDS = 0.5  # how often a worker checks that the sync's process still runs
 # None: the sync's own process walks every block unless `[detector] workers` says otherwise
 # (the Python API); the console script sets it to the machine's cores (overlay/cli/main.py)
 DEFAULT_WORKERS: int | None = None
@@ -169,10 +172,25 @@ def _start_worker(spec: dict) -> None:
     global _detector
     import gc
     from memwatch_overlay.overlay.detect.blocks import detector_from_spec
+    _exit_with(os.getppid())
     # as blocks._collector_paused does around a walk in the sync's process: a worker only
     # walks, and its few reference cycles are not worth the collector's passes over its caches
     gc.disable()
     _detector = detector_from_spec(spec)
+
+
+def _exit_with(parent: int, every: float = PARENT_CHECK_SECONDS) -> None:
+    """End this worker when the sync's process is gone (a daemon killed with kill -9): a
+    worker waiting for its next batch would otherwise wait forever, holding its memory."""
+    import threading
+    import time
+
+    def watch() -> None:
+        while True:
+            time.sleep(every)
+            if os.getppid() != parent:
+                os._exit(0)
+    threading.Thread(target=watch, name="memwatch-parent-watch", daemon=True).start()
 
 
 def _walk_batch(blocks: list[tuple[list[tuple], set[int]]]) -> tuple[list, int]:
