@@ -21,6 +21,7 @@ from memwatch_overlay.rules.config import load_config
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from bench_audit import agent_rows  # noqa: E402
+from bench_detect import build  # noqa: E402
 
 AS_OF = "2026-11-29"
 NOTES = ["I just joined {c}.", "Started a new job at {c}.", "I work at {c}.", "We moved to {t} last month.",
@@ -37,12 +38,7 @@ def _store(path: Path, users: int = 150, per_user: int = 20) -> Path:
         text = rnd.choice(NOTES).format(c=rnd.choice(["Google", "Stripe", "Grab"]), t=rnd.choice(["Leeds", "Oslo"]),
                                         d=rnd.choice(["Biscuit", "Pepper"]))
         rows.append((f"u{i % users}", None, text, f"2026-{rnd.randrange(1, 12):02d}-{rnd.randrange(1, 28):02d} 10:00:00"))
-    conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE agent_facts (id INTEGER PRIMARY KEY, user_id TEXT, fact_key TEXT, fact_value TEXT, "
-                 "created_at TEXT)")
-    conn.executemany("INSERT INTO agent_facts (user_id, fact_key, fact_value, created_at) VALUES (?, ?, ?, ?)", rows)
-    conn.commit()
-    conn.close()
+    build(path, rows)
     return path
 
 

@@ -341,3 +341,32 @@ def test_a_newer_text_looking_wide_also_looks_for_neighbouring_slots():
     assert not plain.may_relate(new, old, "employer") or "employer" in plain.wants_of(new)
     assert near.may_relate(new, old, "employer") == near.related(
         near.features(new, old, "employer", "none", 0.0, False))
+
+
+def test_the_embeddings_files_are_read_on_first_use_only():
+    """The topic and cue prototypes serve the embeddings mode alone: a rules-mode detector
+    never parses them; the first read loads them, and a value set by hand replaces them."""
+    from memwatch_overlay.overlay.detect.learned import Learned, _optional_json
+    m = Learned(*_shipped_parts())
+    calls = []
+    m.load_later(prototypes=lambda: calls.append("p") or {"vectors": [[1.0]], "scale": 1.0})
+    det = Detector(learned=m)
+    det.compare(fact("n", "Just joined Stripe.", days_ago=0), [fact("o", "Works at Google", days_ago=90)])
+    assert calls == []                                   # the rules mode never read them
+    assert m.prototypes["scale"] == 1.0 and m.prototypes["scale"] == 1.0 and calls == ["p"]   # read once
+    m.load_later(prototypes=lambda: calls.append("again"))
+    m.prototypes = None                                  # set by hand: the pending read is dropped
+    assert m.prototypes is None and calls == ["p"]
+    shipped = load_learned()
+    assert shipped.prototypes == _optional_json("topic_prototypes.json")
+    with pytest.raises(TypeError, match="no such attribute"):
+        m.load_later(topics=lambda: None)
+
+
+def _shipped_parts():
+    """What load_learned() builds a Learned from, without the prototypes."""
+    from memwatch_overlay.overlay.detect.learned import _optional_json, _rules_file, load_cues, load_pair_modes
+    from memwatch_overlay.overlay.detect.wordvec import load_word_vectors
+    topic = json.loads(_rules_file("topic_model.json").read_text(encoding="utf-8"))
+    return (topic, {"modes": load_pair_modes({})}, *load_cues(), None, load_word_vectors(),
+            _optional_json("aspect_model.json"), _optional_json("manner_model.json"))

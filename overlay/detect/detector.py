@@ -132,7 +132,7 @@ class Detector:
         self._cache_size = cache_size
         self._texts: dict[str, Reading] = {}     # text -> its reading for no subject in particular
         # _gate_key(newer, older) -> the pair model's probability (rules mode)
-        self._pair_scores: dict[tuple[str, str, str | None, bool, bool], float | None] = {}
+        self._pair_scores: dict[tuple[str, str, str | None, bool, bool], float | None] = {}   # see _gate_key
         self._wide_of: tuple[FactView | None, bool] = (None, False)
         self._links: dict[tuple[str, str], tuple[frozenset[str], frozenset[str]]] = {}   # _link_forms
 
@@ -625,9 +625,9 @@ class Detector:
         return feats
 
     def _pair_probability(self, new: FactView, old: FactView, v: _Verdict, sim, mode: str,
-                          gate: tuple[str, str, str | None, bool] | None = None) -> float | None:
+                          gate: tuple[str, str, str | None, bool, bool] | None = None) -> float | None:
         """The pair model's probability, or None when its gate turns the pair away. ``gate``:
-        the (newer text, older text, older key, wide) the rules-mode gate reads, if known."""
+        what the rules-mode gate reads (``_gate_key``), if known."""
         if sim is None and not self.learned.may_relate(*(gate or self._gate_key(new, old))):
             return None                 # the gate would say no: no features built
         feats = self._features(new, old, v, sim)
@@ -637,7 +637,7 @@ class Detector:
 
     def _gate_key(self, new: FactView, old: FactView) -> tuple[str, str, str | None, bool, bool]:
         """What the rules-mode gate and pair model read of a pair: (newer text, older text,
-        older key, whether the newer looks wide, whether they share a salient word)."""
+        older key, whether the newer looks wide, whether it names the older: ``linked``)."""
         return (self._capped(new.text), self._capped(old.text), self._own_key(old), self._looks_wide(new),
                 self.linked(new, old))
 

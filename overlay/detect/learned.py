@@ -240,8 +240,31 @@ class TextInfo:
     wants: frozenset[str] = frozenset()  # topics looked for as the newer text (WANT_K, WANT_MIN)
 
 
+class _ReadLater:
+    """An attribute of Learned that ``load_later`` may give as a function, called on the
+    attribute's first read; setting it drops that function."""
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name, self.slot = name, "_" + name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        loader = obj._later.pop(self.name, None)
+        if loader is not None:
+            setattr(obj, self.slot, loader())
+        return getattr(obj, self.slot)
+
+    def __set__(self, obj, value) -> None:
+        obj._later.pop(self.name, None)
+        setattr(obj, self.slot, value)
+
+
 class Learned:
     """The topic model, the cue lexicons and the pair model weights of each mode."""
+
+    prototypes = _ReadLater()
+    cue_protos = _ReadLater()
 
     def __init__(self, topic: dict, pair: dict, cues: dict, groups: dict | None = None,
                  prototypes: dict | None = None, wordvec: WordVectors | None = None,
@@ -261,13 +284,14 @@ class Learned:
         gate = topic.get("gate", {})
         self.top_k, self.topic_min = int(gate.get("top_k", TOP_K)), float(gate.get("topic_min", TOPIC_MIN))
         self.want_k, self.want_min = int(gate.get("want_k", WANT_K)), float(gate.get("want_min", WANT_MIN))
-        # embeddings mode: one mean sentence vector per topic (same order as the topic model)
-        self._prototypes = prototypes
-        # embeddings mode: example vectors of how a text speaks of a state (semantic_features.py)
-        self._cue_protos = None
-        # the two above as load_learned() leaves them: read from their files on first use
-        # (only the embeddings mode reads them; parsing them was a fifth of a detector's start)
+        # prototypes / cue_protos as load_learned() leaves them: read from their files on
+        # first use (only the embeddings mode reads them; parsing them was a fifth of a
+        # detector's start)
         self._later: dict[str, Callable[[], Any]] = {}
+        # embeddings mode: one mean sentence vector per topic (same order as the topic model)
+        self.prototypes = prototypes
+        # embeddings mode: example vectors of how a text speaks of a state (semantic_features.py)
+        self.cue_protos = None
         self._proto_matrix = None
         self._emb: dict[str, tuple[float, ...]] = {}
         groups = groups or {}
@@ -295,31 +319,11 @@ class Learned:
         self._multi_of = _picker(sorted(self.multi))
         self._single_of = _picker(sorted(self.single))
 
-    @property
-    def prototypes(self) -> dict | None:
-        if "prototypes" in self._later:
-            self._prototypes = self._later.pop("prototypes")()
-        return self._prototypes
-
-    @prototypes.setter
-    def prototypes(self, value: dict | None) -> None:
-        self._later.pop("prototypes", None)
-        self._prototypes = value
-
-    @property
-    def cue_protos(self):
-        if "cue_protos" in self._later:
-            self._cue_protos = self._later.pop("cue_protos")()
-        return self._cue_protos
-
-    @cue_protos.setter
-    def cue_protos(self, value) -> None:
-        self._later.pop("cue_protos", None)
-        self._cue_protos = value
-
     def load_later(self, **loaders: Callable[[], Any]) -> None:
         """``prototypes`` / ``cue_protos`` given as functions called on their first use."""
-        assert set(loaders) <= {"prototypes", "cue_protos"}
+        unknown = set(loaders) - {"prototypes", "cue_protos"}
+        if unknown:
+            raise TypeError(f"load_later: no such attribute {sorted(unknown)}")
         self._later.update(loaders)
 
     def _topics(self, text: str) -> tuple[Sequence[float], str, frozenset[str], frozenset[str]]:
@@ -461,13 +465,13 @@ class Learned:
     def related(feats: dict[str, float]) -> bool:
         """The gate: only pairs where a topic the newer text wants (``wants_of``: wide or
         not, as the features were built) is one the older text offers (``topics_of``), or
-        the two share a salient word (``lex_link``: Detector.linked, "Kai and I called it
-        quits" after "Boyfriend: Kai", whatever the topic model reads), or similar enough,
-        and not an addition to a multi-valued topic, are scored.
+        the newer names the older's person, place or thing (``lex_link``: Detector.linked,
+        "since Harold passed" after "Husband is Harold", whatever the topic model reads), or
+        similar enough, and not an addition to a multi-valued topic, are scored.
 
-        In the rules mode a wanted topic the older text offers, or a shared salient word, is
-        the only way in: these are the candidate-index terms of the block walk (blocks.py),
-        so the walk meets the pairs this gate lets through (the newest few holders of each). The static word vectors weigh a pair (features) but never open the gate: a
+        In the rules mode a wanted topic the older text offers, or a name, is the only way
+        in: these are the candidate-index terms of the block walk (blocks.py), so the walk
+        meets the pairs this gate lets through (the newest few holders of each). The static word vectors weigh a pair (features) but never open the gate: a
         similarity threshold would relate pairs the index never proposes, which an audit
         would then miss while comparing every pair found them."""
         near = (feats.get("t_want", 0.0) > 0
@@ -488,8 +492,8 @@ class Learned:
         features cost a pass over every topic. Keep it in step with ``related``
         (tests/test_learned.py compares the two on many pairs).
 
-        Reads only what the candidate index read (``_topics``; ``linked``: the texts share a
-        salient word) and the newer text's ending cue: a pair turned away reads nothing more
+        Reads only what the candidate index read (``_topics``; ``linked``: the newer text
+        names the older's person, place or thing) and the newer text's ending cue: a pair turned away reads nothing more
         of either text. The sums over the multi-
         and single-valued topics are compared on the estimated distributions unless they come
         within MARGIN of each other, and then on the reference ones."""
@@ -577,9 +581,9 @@ class Learned:
         f["lex_jacc"] = len(shared) / len(union) if union else 0.0
         f["lex_shared"] = min(len(shared), 3) / 3.0
         f["lex_none"] = float(not shared)
-        if linked:              # a salient word of the older text in the newer (rules mode)
+        if linked:              # a name of the older text in the newer (Detector.linked, rules mode)
             f["lex_link"] = 1.0
-            if not f["t_want"]:  # ... and no topic in common: the word is the only link
+            if not f["t_want"]:  # ... and no topic in common: the name is the only link
                 f["lex_link_only"] = 1.0
                 f["lex_link_only*t_min"] = mn
         n_values, o_values = without_names(n.values, names), without_names(o.values, names)

@@ -195,10 +195,10 @@ def _exit_with(parent: int, every: float = PARENT_CHECK_SECONDS) -> None:
 
 def _walk_batch(blocks: list[tuple[list[tuple], set[int]]]) -> tuple[list, int]:
     """Each block's (edges, confirms), walked by this worker's detector; and its comparisons."""
-    from memwatch_overlay.overlay.detect.blocks import fact_view, walk_block
+    from memwatch_overlay.overlay.detect.blocks import prefetch_small_blocks, walk_block
     detector = _detector
     before = detector.comparisons
     rows = [[dict(zip(WALK_COLUMNS, r)) for r in block] for block, _ in blocks]
-    detector.prefetch_topics([fact_view(r) for block in rows if len(block) < BATCH_FACTS for r in block])
+    prefetch_small_blocks(detector, rows)           # a batch's topics at once, as in one process
     out = [walk_block(detector, block, changed) for block, (_, changed) in zip(rows, blocks)]
     return out, detector.comparisons - before
