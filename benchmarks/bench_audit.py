@@ -287,7 +287,7 @@ def measure(script: str, *args) -> list[float]:
 def parallel_workers(changed: int) -> int:
     """The worker processes the console script walks a first audit's blocks with (0: none)."""
     from memwatch_overlay.overlay.detect import parallel
-    return min(parallel.cores(), parallel.MAX_WORKERS) if changed >= parallel.PARALLEL_MIN else 0
+    return parallel.console_workers() if changed >= parallel.PARALLEL_MIN else 0
 
 
 def median_of(runs: list[list[float]], field: int = 0) -> float:

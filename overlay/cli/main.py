@@ -33,7 +33,7 @@ class MemwatchGroup(click.Group):
             return super(MemwatchGroup, self).main(argv, prog_name, complete_var, standalone_mode=False, **extra)
         # the command line walks a large sync's blocks on every core (overlay/detect/parallel.py);
         # the Python API, whose caller's main module may not be guarded, walks them in-process
-        before, parallel.DEFAULT_WORKERS = parallel.DEFAULT_WORKERS, parallel.cores()
+        before, parallel.DEFAULT_WORKERS = parallel.DEFAULT_WORKERS, parallel.console_workers()
         try:
             code = run_guarded(invoke, traceback=wants_traceback(argv))
         finally:

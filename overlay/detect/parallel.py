@@ -60,6 +60,12 @@ def cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def console_workers() -> int:
+    """The workers the console script allows (DEFAULT_WORKERS there): one per core, at most
+    MAX_WORKERS."""
+    return min(cores(), MAX_WORKERS)
+
+
 def workers_for(detector: Any, changed: int, configured: int | None) -> int:
     """How many worker processes walk a sync's blocks (0 or 1: none, the sync's own process)."""
     if getattr(detector, "spawn_spec", None) is None or changed < PARALLEL_MIN:
