@@ -353,7 +353,8 @@ def test_the_embeddings_files_are_read_on_first_use_only():
     det = Detector(learned=m)
     det.compare(fact("n", "Just joined Stripe.", days_ago=0), [fact("o", "Works at Google", days_ago=90)])
     assert calls == []                                   # the rules mode never read them
-    assert m.prototypes["scale"] == 1.0 and m.prototypes["scale"] == 1.0 and calls == ["p"]   # read once
+    assert m.prototypes["scale"] == 1.0 and calls == ["p"]                 # the first read loads them
+    assert m.prototypes["scale"] == 1.0 and calls == ["p"]                 # once
     m.load_later(prototypes=lambda: calls.append("again"))
     m.prototypes = None                                  # set by hand: the pending read is dropped
     assert m.prototypes is None and calls == ["p"]
