@@ -142,12 +142,17 @@ def train_topics(seed: int = 7, prune: float = 0.02, static: bool | None = None,
     W = m.coef_
     for h in np.nonzero(np.abs(W).max(axis=0) >= prune)[0]:
         col = W[:, h]
-        weights[str(int(h))] = [x for c in np.nonzero(np.abs(col) >= prune)[0] for x in (int(c), round(float(col[c]), 3))]
+        weights[str(int(h))] = _flat_weights(col, np.nonzero(np.abs(col) >= prune)[0])
     data = {"version": 2, "buckets": BUCKETS, "dense_dims": dims, "classes": classes,
             "bias": [round(float(b), 4) for b in m.intercept_], "weights": weights,
             "trained_on": f"tools/slot_corpus.py: {len(y)} sentences, {tid} templates, {len(classes)} slots",
             "cv_accuracy_by_template": round(acc, 3)}
     return data, acc
+
+
+def _flat_weights(col, classes) -> list:
+    """A feature's weights as a model file (version 2) holds them: [class, weight, ...]."""
+    return [x for c in classes for x in (int(c), round(float(col[c]), 3))]
 
 
 def train_text_classifier(data, label: str, C: float, what: str, prune: float = 0.02) -> tuple[dict, float]:
@@ -178,8 +183,8 @@ def train_text_classifier(data, label: str, C: float, what: str, prune: float = 
     weights: dict[str, list] = {}
     for h in np.nonzero(np.abs(W).max(axis=0) >= prune / 2.0)[0]:
         col = W[:, h]
-        weights[str(int(h))] = [x for c in range(len(classes)) if abs(col[c]) >= prune / 2.0 or len(classes) == 2
-                                for x in (int(c), round(float(col[c]), 3))]
+        weights[str(int(h))] = _flat_weights(col, [c for c in range(len(classes))
+                                                   if abs(col[c]) >= prune / 2.0 or len(classes) == 2])
     out = {"version": 2, "buckets": BUCKETS, "dense_dims": wv.dims, "classes": classes,
            "bias": [round(b, 4) for b in bias], "weights": weights,
            "trained_on": f"{what}: {len(y)} texts, {len(set(authors))} authors",
