@@ -9,7 +9,9 @@ written only for the rows that need one).
 """
 from __future__ import annotations
 
+import datetime as dt
 import json
+import random
 import sqlite3
 from pathlib import Path
 
@@ -89,9 +91,9 @@ class Traced:
 
 
 def sync_once(store_path: Path, overlay: Path, cfg, as_of: float = AS_OF, now: float = NOW,
-              traced: Traced | None = None, between=None):
-    """One full sync and the audit's rescore at `as_of`, at clock `now`. `between(store)`: runs
-    after the staging (the moment another connection could write)."""
+              traced: Traced | None = None, between=None, rescore: bool = True):
+    """One full sync and (`rescore`) the audit's rescore at `as_of`, at clock `now`.
+    `between(store)`: runs after the staging (the moment another connection could write)."""
     with OverlayStore(overlay) as store:
         if traced is not None:
             store.conn.set_trace_callback(traced)
@@ -105,7 +107,8 @@ def sync_once(store_path: Path, overlay: Path, cfg, as_of: float = AS_OF, now: f
                 return load
             engine._stage_load = stage
         stats = engine.sync(cfg.sources[0], as_of=as_of, now=now)
-        engine.rescore(as_of)
+        if rescore:
+            engine.rescore(as_of)
         return stats
 
 
@@ -135,7 +138,7 @@ def small_tables_too(monkeypatch):
     monkeypatch.setattr(sync_module, "SQL_LOAD_MIN", 0)
 
 
-def both(tmp_path: Path, store: Path, cfg, monkeypatch, steps=((AS_OF, NOW),)) -> dict:
+def both(tmp_path: Path, store: Path, cfg, monkeypatch, steps=((AS_OF, NOW),), rescore: bool = True) -> dict:
     """Run the same syncs with the SQL load off and on; assert equal overlays and stats after each."""
     out = {}
     for on in (False, True):
@@ -144,7 +147,7 @@ def both(tmp_path: Path, store: Path, cfg, monkeypatch, steps=((AS_OF, NOW),)) -
         runs = []
         for as_of, now in steps:
             traced = Traced()
-            stats = sync_once(store, overlay, cfg, as_of, now, traced)
+            stats = sync_once(store, overlay, cfg, as_of, now, traced, rescore=rescore)
             runs.append((stats_of(stats), overlay_state(overlay), traced))
         out[on] = runs
     for (s_off, state_off, _), (s_on, state_on, _) in zip(out[False], out[True]):
@@ -297,3 +300,55 @@ def test_a_text_that_is_not_utf8_fails_as_the_record_path_fails(tmp_path, monkey
         errors.append(str(err.value))
         assert sqlite3.connect(tmp_path / f"o{on}.db").execute("SELECT count(*) FROM facts").fetchone()[0] == 0
     assert errors[0] == errors[1]
+
+
+@pytest.mark.parametrize("ahead", [False, True], ids=["as-of in the past", "as-of ahead of the clock"])
+def test_sql_scores_the_plain_facts_to_the_bit(tmp_path, monkeypatch, ahead):
+    """The staged load's plain facts are scored by SQL (plain_rescore.plain_scores_select), the
+    rest by plain_scorer in Python: random ages, every threshold crossing and fast_round's
+    ties (test_rescore_sql's source), stored as the Record path stores them by the sync
+    alone (no rescore after it), and SQL really scored most of them."""
+    from test_rescore_sql import config as rescore_config
+    from test_rescore_sql import learned_times
+
+    store = tmp_path / "bot.db"
+    at = AS_OF + (400 * DAY if ahead else 0.0)
+    rnd = random.Random(5)
+    texts = {"employment": "works at Acme {}", "location": "lives in Town {}", "contact": "email a{}@b.example",
+             "preference": "loves dish {}"}
+    # ISO text as agents write it (the connector's tuple path parses it), and ages past
+    # plain_rescore's max_age (centuries old, and a date in the year 999)
+    times = [(cat, iso(learned)) for cat, learned in learned_times(rnd, at)]
+    times += [("location", "1200-05-01 00:00:00"), ("employment", "0999-01-01 00:00:00")] * 20
+    conn = sqlite3.connect(store)
+    conn.execute("CREATE TABLE memories (id INTEGER PRIMARY KEY, user_id TEXT, fact TEXT, created_at TEXT, "
+                 "updated_at TEXT, hits INTEGER)")
+    conn.executemany("INSERT INTO memories VALUES (?, ?, ?, ?, ?, ?)",
+                     [(i, f"u{i % 40}", texts[cat].format(i), created, created if i % 7 == 0 else None,
+                       3 if i % 11 == 0 else 0) for i, (cat, created) in enumerate(times, start=1)])
+    conn.commit()
+    conn.close()
+    n = len(times)
+    left: list[int] = []
+    real = OverlayStore.set_staged_scores
+
+    def counted(self, scores):
+        left.append(len(scores))
+        return real(self, scores)
+
+    monkeypatch.setattr(OverlayStore, "set_staged_scores", counted)
+    runs = both(tmp_path, store, rescore_config(store), monkeypatch, steps=((at, NOW),), rescore=False)
+    conn = sqlite3.connect(tmp_path / "overlay-True.db")
+    scored = conn.execute("SELECT count(*) FROM facts WHERE scored_as_of = ? AND freshness IS NOT NULL "
+                          "AND label IS NOT NULL", (at,)).fetchone()[0]
+    conn.close()
+    assert scored == len(runs[True][0][1][0]) == n           # every fact scored by the sync itself
+    python = record_path_rows(runs[True][0][2])
+    # the Record path takes the rows with hits and the ttl category (score_fact's), no other
+    assert python == sum(1 for i, (cat, _) in enumerate(times, start=1) if i % 11 == 0 or cat == "contact")
+    assert 20 <= sum(left) < n / 20                         # the great ages (and any fast_round tie)
+
+
+def iso(epoch: float) -> str:
+    """An epoch as naive ISO text to the microsecond (UTC)."""
+    return dt.datetime.fromtimestamp(epoch, dt.timezone.utc).replace(tzinfo=None).isoformat(sep=" ")

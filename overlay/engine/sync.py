@@ -24,6 +24,7 @@ import queue
 import threading
 import time
 from array import array
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Callable, NamedTuple, Sequence
@@ -232,15 +233,9 @@ class SyncEngine:
         """The plain facts (plain_scorer's) of the configured categories, scored by the overlay's
         database (store.rescore_plain: the same figures to the bit); 0 when it cannot (no math
         functions in this SQLite, a threshold <= 0). The caller's Python pass scores the rest."""
-        cfg = self.config
-        th = cfg.thresholds
-        if not (th.fresh > 0 and th.aging > 0 and th.stale > 0):
+        constants = self._plain_constants()
+        if not constants:
             return 0
-        constants = {}
-        for name, policy in cfg.categories.items():
-            c = plain_constants(policy, th, cfg.lifecycle)
-            if c is not None:
-                constants[name] = c
         return self.store.rescore_plain(as_of, constants, source_ids, due=due, floor=floor, ahead=ahead) or 0
 
     def _rescore_pending(self, source_id: int, as_of: float) -> None:
@@ -693,9 +688,11 @@ class SyncEngine:
 
     def _load_staged(self, load: "_Load", source_name: str, source_id: int, sync_no: int, now: float,
                      as_of: float, stats: SyncStats, on_progress: Callable | None):
-        """Insert what _stage_load staged, a page at a time: each row's times, category,
-        content hash and scores computed here (`_staged_facts`) and the page inserted by one
-        INSERT … SELECT of the staged rows joined with them (store.insert_staged); the rows
+        """Insert what _stage_load staged, a page at a time: each row's times, category and
+        content hash computed here (`_staged_facts`), its scores by SQL for the categories
+        SQL scores (store.score_staged) and by plain_scorer for the others, and the page
+        inserted by one INSERT … SELECT of the staged rows joined with them
+        (store.insert_staged), in a second thread while the next page is computed; the rows
         that computation leaves go through `_page_builder` (or fact_row, when already
         categorised) from the staged values and are upserted among them in rowid order (the
         ids the Record path gives). The indexes `_ingest` drops for a
@@ -705,35 +702,84 @@ class SyncEngine:
         staged = load.staged
         fact_row = self._row_builder(source_id, sync_no, now, as_of)
         page_rows = self._page_builder(source_id, sync_no, now, as_of)
-        facts_of = self._staged_facts(source_name, now, as_of)
         dropped = self._bulk_drop(staged.rows, store.max_fact_id() == 0) or []
-        store.begin_staged_insert(source_id, load.table, f"{source_name}:{load.table}:", now, sync_no, as_of)
+        in_sql = store.begin_staged_insert(source_id, load.table, f"{source_name}:{load.table}:", now, sync_no, as_of,
+                                           self._plain_constants())
+        facts_of = self._staged_facts(source_name, now, as_of, in_sql)
+        ahead = as_of > now + 1.0
         record = load.record
         replaced: list[tuple[str, str, str]] = []
-        for after, upto in staged.pages:
-            computed, python = facts_of(store.staged_page(after, upto))
-            made: dict[int, FactRow] = {}
-            if python:
-                plain, categorised = [], []
-                for row in store.staged_rows(sorted(python)):
-                    rec = record(row)
-                    if rec is None:
-                        continue
-                    category = python[row[-1]]
-                    (plain if category is None else categorised).append((row[-1], rec, category))
-                    if rec.replaced_by:
-                        replaced.append((rec.ref, make_ref(rec.source, rec.table, rec.replaced_by),
-                                         rec.replaced_note or "the source marks it replaced"))
-                made.update(zip([rid for rid, _, _ in plain], page_rows([rec for _, rec, _ in plain])))
-                made.update((rid, fact_row(rec, None, category)) for rid, rec, category in categorised)
-            store.insert_staged(after, upto, computed, [(rid, *row) for rid, row in made.items()])
-            stats.records += len(computed) + len(made)
-            if on_progress:
-                on_progress(stats.records)
+
+        def bind(after: int, upto: int, computed: list, unscored: list, made: dict) -> tuple[int, int]:
+            store.stage_values(computed, unscored, [(rid, *row) for rid, row in made.items()])
+            return after, upto
+
+        def write(after: int, upto: int) -> None:
+            left = store.score_staged()
+            if left:        # a rounding tie or a great age: plain_scorer in Python
+                store.set_staged_scores([(rid, *_plain_scores(self._plain_scorer(category), as_of, now, ahead,
+                                                              created, updated, True))
+                                         for rid, category, created, updated in left])
+            store.insert_staged(after, upto)
+
+        # A page's SQL (its scores, its INSERT … SELECT: a few long statements, during which
+        # SQLite releases the GIL) runs in `writer` while the next page is computed here. Its
+        # values are bound here first: binding row by row in the writer would take the GIL
+        # back from this thread for every row. The connection is only ever used by one
+        # thread at a time: every use here first waits for the write in flight (finish()).
+        pending: list[Future] = []          # the write in flight (at most one)
+        ready: tuple | None = None          # the last page computed, not yet handed to the writer
+
+        def finish() -> None:
+            while pending:
+                pending.pop().result()
+
+        with ThreadPoolExecutor(1, thread_name_prefix="memwatch-overlay-writer") as writer:
+            try:
+                for after, upto in staged.pages:
+                    finish()
+                    rows = store.staged_page(after, upto)
+                    if ready is not None:
+                        pending.append(writer.submit(write, *bind(*ready)))
+                    computed, unscored, python = facts_of(rows)
+                    made: dict[int, FactRow] = {}
+                    if python:
+                        finish()
+                        made = self._staged_records(store.staged_rows(sorted(python)), python, record, fact_row,
+                                                    page_rows, replaced)
+                    ready = (after, upto, computed, unscored, made)
+                    stats.records += len(computed) + len(unscored) + len(made)
+                    if on_progress:
+                        on_progress(stats.records)
+                finish()
+                if ready is not None:
+                    write(*bind(*ready))
+            finally:
+                wait(pending)               # an error here: the write ends before the transaction does
         store.drop_staged()
         if dropped:
             store.create_indexes(dropped)
         return [], 0, replaced
+
+    @staticmethod
+    def _staged_records(rows: list[tuple], python: dict, record: Callable, fact_row: Callable, page_rows: Callable,
+                        replaced: list) -> dict[int, FactRow]:
+        """{rowid: FactRow} of the staged `rows` (staged_rows()) a page left to the Record path
+        (`python`: rowid -> category, None when not categorised yet); a record the source
+        marks replaced is noted in `replaced`."""
+        plain, categorised = [], []
+        for row in rows:
+            rec = record(row)
+            if rec is None:
+                continue
+            category = python[row[-1]]
+            (plain if category is None else categorised).append((row[-1], rec, category))
+            if rec.replaced_by:
+                replaced.append((rec.ref, make_ref(rec.source, rec.table, rec.replaced_by),
+                                 rec.replaced_note or "the source marks it replaced"))
+        made = dict(zip([rid for rid, _, _ in plain], page_rows([rec for _, rec, _ in plain])))
+        made.update((rid, fact_row(rec, None, category)) for rid, rec, category in categorised)
+        return made
 
     def _bulk_drop(self, rows: int, fresh: bool) -> list[str] | None:
         """The indexes a bulk load of `rows` facts drops now, as the SQL that rebuilds them:
@@ -746,16 +792,38 @@ class SyncEngine:
             return store.drop_bulk_indexes()
         return None
 
-    def _staged_facts(self, source_name: str, now: float, as_of: float) -> Callable[[list], tuple]:
+    def _plain_constants(self) -> dict:
+        """The configured categories' PlainConstants (those without `ttl_days`), when every
+        threshold is > 0 (else none: the SQL scoring needs them): what store.rescore_plain and
+        a staged load's SQL scoring take."""
+        cfg = self.config
+        th = cfg.thresholds
+        if not (th.fresh > 0 and th.aging > 0 and th.stale > 0):
+            return {}
+        constants = {}
+        for name, policy in cfg.categories.items():
+            c = plain_constants(policy, th, cfg.lifecycle)
+            if c is not None:
+                constants[name] = c
+        return constants
+
+    def _plain_scorer(self, category: str):
+        """plain_scorer of a configured category (None: it has `ttl_days`)."""
+        cfg = self.config
+        return plain_scorer(cfg.policy(category), cfg.thresholds, cfg.lifecycle)
+
+    def _staged_facts(self, source_name: str, now: float, as_of: float,
+                      in_sql: frozenset[str] = frozenset()) -> Callable[[list], tuple]:
         """facts_of(rows) for the staged rows (rowid, ok, text, subject, key, category,
         created_at, updated_at as the source holds them) of one page: ([(rowid, *bulk_load.BOUND)],
-        {rowid: category or None} of the rows left to the Record path). The bound values are
-        those `_page_builder` gives the row's Record, to the bit: the times as the connector's
-        tuple path parses them, the page categorised in one call, plain_scorer's scores, the
-        content hash inline. A row is left when SQL does not copy it exactly (`ok` false), a
-        time is not one the tuple path parses itself, or its category is not scored by
-        plain_scorer (then with its category: it is not categorised twice). A row with a blank
-        text makes no fact, as read() makes no Record of it."""
+        [(rowid, *bulk_load.BOUND[:SCORES_AT])] of the rows whose scores the store computes (a
+        category of `in_sql`: store.score_staged), {rowid: category or None} of the rows left to
+        the Record path). The values are those `_page_builder` gives the row's Record, to the
+        bit: the times as the connector's tuple path parses them, the page categorised in one
+        call, plain_scorer's scores, the content hash inline. A row is left when SQL does not
+        copy it exactly (`ok` false), a time is not one the tuple path parses itself, or its
+        category is not scored by plain_scorer (then with its category: it is not categorised
+        twice). A row with a blank text makes no fact, as read() makes no Record of it."""
         categorize_rows = self.categorizer.categorize_rows
         cfg = self.config
         thresholds, lifecycle = cfg.thresholds, cfg.lifecycle
@@ -765,8 +833,10 @@ class SyncEngine:
         missing = object()
         epoch = naive_iso_epoch          # the times as the connector's tuple path parses them
 
-        def facts_of(rows: list[tuple]) -> tuple[list[tuple], dict]:
+        def facts_of(rows: list[tuple]) -> tuple[list[tuple], list[tuple], dict]:
             computed: list[tuple] = []
+            unscored: list[tuple] = []
+            later = unscored.append
             python: dict[int, str | None] = {}
             ready = []
             keep = ready.append
@@ -789,6 +859,10 @@ class SyncEngine:
             categories = categorize_rows([(source_name, r[3], r[1], r[4]) for r in ready])
             append = computed.append
             for (rid, text, subject, key, _, created, updated), category in zip(ready, categories):
+                if category in in_sql:
+                    later((rid, category, digest_of(text, key, subject, category, created, updated, None, "active"),
+                           created, updated))
+                    continue
                 scorer = scorers.get(category, missing)
                 if scorer is missing:
                     scorer = scorers[category] = plain_scorer(cfg.policy(category), thresholds, lifecycle)
@@ -800,7 +874,7 @@ class SyncEngine:
                 digest = digest_of(text, key, subject, category, created, updated, None, "active")
                 append((rid, category, digest, created, updated, freshness, label, age, left, until, confidence,
                         nxt))
-            return computed, python
+            return computed, unscored, python
 
         return facts_of
 

@@ -13,13 +13,17 @@ done in two steps instead:
    read twice, and none changes between what Python saw and what SQL copies.
 2. Inside the sync's transaction, per page, `staged_page()` hands the values Python must
    see (text, subject, key, category, the two times) to the sync engine, which parses the
-   times, categorises, hashes and scores; `insert_staged()` writes those values (a dozen per
-   row instead of a FactRow's 28) to TEMP `mw_calc` and inserts the page by one `INSERT INTO
-   facts … SELECT` of the staged rows joined with them (text, subject, key copied; the key's
-   JSON text and the ref built in SQL). Rows the engine leaves to the Record path
-   (`staged_rows()` gives them as read() selects them) go in as FactRows (TEMP `mw_rows`)
-   among them, in rowid order: the same ids, the same upsert. (An INSERT … SELECT per row
-   with the dozen values bound cost as much as the FactRow upsert: 0.75 s per 100k.)
+   times, categorises and hashes; `stage_values()` writes those values (a handful per row
+   instead of a FactRow's 28) to TEMP `mw_calc`; `score_staged()` scores the plain facts in
+   SQL (overlay/store/plain_rescore.py's SELECT, plain_scorer's figures to the bit: TEMP
+   `mw_score`; the engine scores the other categories, and the few rows SQL leaves, in
+   Python); and `insert_staged()` inserts the page by one `INSERT INTO facts … SELECT` of the
+   staged rows joined with them (text, subject, key copied; the key's JSON text and the ref
+   built in SQL). Rows the engine leaves to the Record path (`staged_rows()` gives them as
+   read() selects them) go in as FactRows (TEMP `mw_rows`) among them, in rowid order: the
+   same ids, the same upsert. (An INSERT … SELECT per row with the values bound cost as much
+   as the FactRow upsert: 0.75 s per 100k.) The engine runs score_staged() and
+   insert_staged() in a second thread while it computes the next page.
 
 SQL copies a row (`mw_ok`) only when each value it copies is one the connector's tuple path
 reads as itself: text that is text, subject/key/category text or NULL ('' read as NULL), a
@@ -30,7 +34,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Mapping, NamedTuple
 
 from memwatch_overlay.core.errors import ConnectorError
 from memwatch_overlay.overlay.store.compare import PAGE_ROWS, SCHEMA, _key_sql
@@ -42,6 +46,9 @@ STAGED_AT_CHUNK = 500         # rowids per statement of staged_rows()
 # What the engine binds per fact (insert_staged), in this order; the rest is copied or constant.
 BOUND = ("category", "content_hash", "created_at", "updated_at", "freshness", "label", "age_days", "days_left",
          "days_until_expired", "confidence", "next_change")
+SCORES_AT = 4                 # BOUND[SCORES_AT:] are the scores: SQL computes them for plain facts
+# What the scoring SELECT (plain_rescore.plain_scores_select) gives for each of BOUND's scores
+SCORED = ("freshness", "label", "age_days", "days_left", "until_expired", "confidence", "nxt")
 # The sync's constants, bound once (a float written as a SQL literal need not parse to the same double)
 CONSTANTS = ("source_id", "tbl", "ref", "now", "sync_no", "as_of")
 
@@ -59,6 +66,8 @@ class BulkLoadRepo(RepoBase):
     _staged_spec: Any = None            # the staged table's CompareSpec (None: nothing staged)
     _staged_target = ""
     _staged_sql: Any = None             # (plain, mixed) INSERT … SELECT of the staged spec
+    _score_sql: Any = None              # (INSERT INTO mw_score …, params): the page's plain facts scored
+    _staged_mixed = False               # whether the page staged holds Record-path rows (mw_rows)
 
     def holds_facts(self, source_id: int) -> bool:
         """Whether the overlay holds any fact of this source (any status)."""
@@ -148,33 +157,83 @@ class BulkLoadRepo(RepoBase):
             raise ConnectorError(f"{self._staged_target}: read failed ({exc})") from None
 
     def begin_staged_insert(self, source_id: int, tbl: str, ref_prefix: str, now: float, sync_no: int,
-                            as_of: float) -> None:
+                            as_of: float, plain: Mapping[str, Any] | None = None) -> frozenset[str]:
         """The sync's constants and the page tables for insert_staged() (inside the sync's
-        transaction)."""
-        for name in ("mw_const", "mw_calc", "mw_rows"):
+        transaction). `plain`: the configured categories' PlainConstants (name -> constants);
+        returns the categories whose facts this database scores itself (`score_staged`): none
+        without math functions."""
+        for name in ("mw_const", "mw_calc", "mw_rows", "mw_score"):
             self.conn.execute(f"DROP TABLE IF EXISTS temp.{name}")
         self.conn.execute(f"CREATE TEMP TABLE mw_const ({', '.join(CONSTANTS)})")
         self.conn.execute(f"INSERT INTO temp.mw_const VALUES ({placeholders(len(CONSTANTS))})",
                           (source_id, tbl, ref_prefix, now, sync_no, as_of))
         self.conn.execute(f"CREATE TEMP TABLE mw_calc (rid INTEGER PRIMARY KEY, {', '.join(BOUND)})")
         self.conn.execute(f"CREATE TEMP TABLE mw_rows (mw_order, {', '.join(FACT_COLUMNS)})")
+        self.conn.execute(f"CREATE TEMP TABLE mw_score (id INTEGER PRIMARY KEY, {', '.join(SCORED)})")
         if self._staged_sql is None:
             self._staged_sql = self._insert_sql()
+        self._score_sql = None
+        in_sql = self.load_plain_constants(plain) if plain and self.has_sql_math() else []
+        if in_sql:
+            ages = (f"SELECT c.rid AS id, max(0.0, (? - COALESCE(max(COALESCE(c.created_at, c.updated_at), "
+                    f"COALESCE(c.updated_at, c.created_at)), ?)) / 86400.0) AS age, p.decay AS d, "
+                    f"p.log_decay AS log_d, p.max_age AS max_age FROM temp.mw_calc c JOIN temp.mw_plain p "
+                    f"ON p.category = c.category LIMIT -1 OFFSET 0")
+            scored, params = self.plain_scores_select(ages, (as_of, now), next(iter(plain.values())), as_of,
+                                                      as_of > now + 1.0)
+            whole = " AND ".join(f"{c} IS NOT NULL" for c in SCORED if c not in ("label", "nxt"))
+            self._score_sql = (f"INSERT INTO temp.mw_score SELECT id, {', '.join(SCORED)} FROM ({scored}) "
+                               f"WHERE {whole}", params)
+        return frozenset(in_sql)
 
-    def insert_staged(self, after: int, upto: int, computed: list[tuple], python_rows: list[tuple]) -> None:
-        """Insert the staged page (after, upto] into facts (inside the sync's transaction): the
-        rows with `computed` values ((rowid, *BOUND)) copied, and `python_rows` ((rowid,
-        *FactRow) of the Record-path rows) among them, in rowid order, with the sync's upsert."""
-        plain, mixed = self._staged_sql
+    def stage_values(self, computed: list[tuple], unscored: list[tuple] = (), python_rows: list[tuple] = ()) -> None:
+        """Stage a page's values for insert_staged(): `computed` ((rowid, *BOUND)) as they are,
+        `unscored` ((rowid, *BOUND[:SCORES_AT]): facts of the categories begin_staged_insert()
+        named, for score_staged()), and `python_rows` ((rowid, *FactRow) of the Record-path
+        rows). (The unscored rows are bound without their seven NULLs: sqlite3 binds None
+        through its adapter lookup, at twice the cost of a float.)"""
         conn = self.conn
-        conn.executemany(f"INSERT INTO temp.mw_calc VALUES ({placeholders(len(BOUND) + 1)})", computed)
+        self._staged_mixed = bool(python_rows)
         if python_rows:
             conn.executemany(f"INSERT INTO temp.mw_rows VALUES ({placeholders(len(FACT_COLUMNS) + 1)})", python_rows)
+        if computed:
+            conn.executemany(f"INSERT INTO temp.mw_calc VALUES ({placeholders(len(BOUND) + 1)})", computed)
+        if unscored:
+            conn.executemany(f"INSERT INTO temp.mw_calc (rid, {', '.join(BOUND[:SCORES_AT])}) "
+                             f"VALUES ({placeholders(SCORES_AT + 1)})", unscored)
+
+    def score_staged(self) -> list[tuple]:
+        """Score by SQL the staged rows of the categories begin_staged_insert() named
+        (plain_rescore: plain_scorer's figures to the bit). Returns the rows it left to Python
+        ((rowid, category, created_at, updated_at): a rounding tie, an age near underflow),
+        whose scores set_staged_scores() takes. Two statements, no row bound: the sync runs
+        it in a second thread while the next page is computed."""
+        if self._score_sql is None:
+            return []
+        conn = self.conn
+        conn.execute(*self._score_sql)
+        return conn.execute("SELECT c.rid, c.category, c.created_at, c.updated_at FROM temp.mw_calc c "
+                            "JOIN temp.mw_plain p ON p.category = c.category WHERE NOT EXISTS "
+                            "(SELECT 1 FROM temp.mw_score q WHERE q.id = c.rid)").fetchall()
+
+    def set_staged_scores(self, scores: list[tuple]) -> None:
+        """(rowid, *BOUND's scores) of rows score_staged() left to Python."""
+        cols = ", ".join(f"{c} = ?" for c in BOUND[SCORES_AT:])
+        self.conn.executemany(f"UPDATE temp.mw_calc SET {cols} WHERE rid = ?", [(*s[1:], s[0]) for s in scores])
+
+    def insert_staged(self, after: int, upto: int) -> None:
+        """Insert the staged page (after, upto] into facts (inside the sync's transaction): the
+        rows stage_values() staged, copied, and its Record-path rows among them, in rowid
+        order, with the sync's upsert."""
+        plain, mixed = self._staged_sql
+        conn = self.conn
+        if self._staged_mixed:
             conn.execute(mixed, (after, upto))
             conn.execute("DELETE FROM temp.mw_rows")
         else:
             conn.execute(plain, (after, upto))
         conn.execute("DELETE FROM temp.mw_calc")
+        conn.execute("DELETE FROM temp.mw_score")
 
     def _insert_sql(self) -> tuple[str, str]:
         """The page's INSERT … SELECT (params: after, upto), without and with the Record-path
@@ -191,13 +250,15 @@ class BulkLoadRepo(RepoBase):
             "category_given": opt("category"), "accessed_at": "NULL", "access_count": "0", "expires_at": "NULL",
             "first_seen": "k.now", "last_seen": "k.now", "seen_sync": "k.sync_no", "changed_sync": "k.sync_no",
             "status": "'active'", "expired_by": "NULL", "scored_as_of": "k.as_of",
-            **{c: f"c.{c}" for c in BOUND},
+            **{c: f"c.{c}" for c in BOUND[:SCORES_AT]},
+            # a score SQL computed (mw_score), else the one bound
+            **{c: f"CASE WHEN q.id IS NULL THEN c.{c} ELSE q.{q} END" for c, q in zip(BOUND[SCORES_AT:], SCORED)},
         }
         assert set(values) == set(FACT_COLUMNS)
         cols = ", ".join(FACT_COLUMNS)
         exprs = ", ".join(f"{values[c]} AS {c}" for c in FACT_COLUMNS)
         rows = (f"FROM temp.mw_load s JOIN temp.mw_calc c ON c.rid = s.{ROWID} CROSS JOIN temp.mw_const k "
-                f"WHERE s.{ROWID} > ?1 AND s.{ROWID} <= ?2")
+                f"LEFT JOIN temp.mw_score q ON q.id = c.rid WHERE s.{ROWID} > ?1 AND s.{ROWID} <= ?2")
         plain = f"INSERT INTO main.facts ({cols}) SELECT {exprs} {rows} ORDER BY s.{ROWID} {UPSERT_CONFLICT}"
         mixed = (f"INSERT INTO main.facts ({cols}) SELECT {cols} FROM (SELECT s.{ROWID} AS mw_order, {exprs} {rows} "
                  f"UNION ALL SELECT mw_order, {cols} FROM temp.mw_rows) WHERE true ORDER BY mw_order "
@@ -207,9 +268,9 @@ class BulkLoadRepo(RepoBase):
     def drop_staged(self) -> None:
         """Drop the TEMP tables of a staged load (outside a transaction, or inside the one
         that inserted from them)."""
-        for name in ("mw_load", "mw_const", "mw_calc", "mw_rows"):
+        for name in ("mw_load", "mw_const", "mw_calc", "mw_rows", "mw_score"):
             self.conn.execute(f"DROP TABLE IF EXISTS temp.{name}")
-        self._staged_spec = self._staged_sql = None
+        self._staged_spec = self._staged_sql = self._score_sql = None
 
 
 def _ok_sql(spec) -> str:

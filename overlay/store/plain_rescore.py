@@ -90,25 +90,30 @@ class PlainRescoreRepo(RepoBase):
             return None
         if not constants:
             return 0
-        rows = [(name, c.decay, c.log_decay, _max_age(c)) for name, c in constants.items() if _fits(c)]
-        if not rows:
+        if not self.load_plain_constants(constants):
             return 0
         conn = self.conn
-        conn.execute(_PLAIN_TABLE)
-        conn.execute("DELETE FROM temp.mw_plain")
-        conn.executemany("INSERT INTO temp.mw_plain VALUES (?, ?, ?, ?)", rows)
         sql, params = self._plain_update(as_of, next(iter(constants.values())), source_ids, due, floor, ahead)
         n = conn.execute(sql, params).rowcount
         conn.execute("DELETE FROM temp.mw_plain")
         return n
+
+    def load_plain_constants(self, constants: Mapping[str, Any]) -> list[str]:
+        """Fill TEMP mw_plain with the categories (name -> PlainConstants) whose figures SQL
+        computes (every threshold > 0, figures in range: `_fits`); their names."""
+        rows = [(name, c.decay, c.log_decay, _max_age(c)) for name, c in constants.items() if _fits(c)]
+        conn = self.conn
+        conn.execute(_PLAIN_TABLE)
+        conn.execute("DELETE FROM temp.mw_plain")
+        if rows:
+            conn.executemany("INSERT INTO temp.mw_plain VALUES (?, ?, ?, ?)", rows)
+        return [r[0] for r in rows]
 
     def _plain_update(self, as_of: float, c, source_ids: list[int] | None, due: float | None,
                       floor: float | None, ahead: bool) -> tuple[str, tuple]:
         """The UPDATE of rescore_plain and its parameters; `c`: one category's PlainConstants
         (the thresholds and the confidence lifecycle are the same for every category)."""
         fence = _FENCE[self.dialect]
-        fresh, aging, stale = float(c.fresh), float(c.aging), float(c.stale)
-        lo, hl, start = float(c.confidence_floor), float(c.confidence_half_life), float(c.confidence_start)
         # unary +: a scan (or the next_change index), not the source_id index and a lookup per fact
         where, scope_params = scope("+f.source_id", source_ids)
         if due is None:
@@ -127,6 +132,32 @@ class PlainRescoreRepo(RepoBase):
                 f"AND +f.status IN ({live}) AND {todo} AND f.access_count = 0 AND f.accessed_at IS NULL "
                 f"AND f.expires_at IS NULL AND f.confirmations = 0{where} {fence}")
         ages_params = (as_of, todo_param, *scope_params)
+        scored, scored_params = self.plain_scores_select(ages, ages_params, c, as_of, ahead)
+        floored = "CASE WHEN s.nxt < ? THEN ? ELSE s.nxt END"
+        if self.dialect == "postgres":
+            # write_scores' COPY path: an instant found again up to float rounding is kept (HOT updates)
+            next_change = (f"CASE WHEN abs(({floored}) - facts.next_change) < 0.001 THEN facts.next_change "
+                           f"ELSE {floored} END")
+            next_params: tuple = (floor, floor, floor, floor)
+        else:
+            next_change, next_params = floored, (floor, floor)
+        sql = (f"UPDATE facts SET freshness = s.freshness, label = s.label, age_days = s.age_days, "
+               f"days_left = s.days_left, days_until_expired = s.until_expired, expired_by = NULL, "
+               f"confidence = s.confidence, scored_as_of = ?, next_change = {next_change} "
+               f"FROM ({scored}) s WHERE facts.id = s.id AND s.freshness IS NOT NULL AND s.age_days IS NOT NULL "
+               f"AND s.days_left IS NOT NULL AND s.until_expired IS NOT NULL AND s.confidence IS NOT NULL")
+        return sql, (as_of, *next_params, *scored_params)
+
+    def plain_scores_select(self, ages: str, ages_params: tuple, c, as_of: float, ahead: bool) -> tuple[str, tuple]:
+        """A SELECT of (id, label, freshness, age_days, days_left, until_expired, confidence,
+        nxt) scoring at `as_of` the rows of `ages` (a SELECT of id, age in days (>= 0), d,
+        log_d, max_age: a fact's age and its category's mw_plain constants) as plain_scorer
+        would, with its parameters. A figure fast_round leaves to round() comes out NULL, and a
+        row at or past max_age not at all: such a fact is Python's. `c`: one category's
+        PlainConstants (the thresholds and the confidence lifecycle are every category's)."""
+        fence = _FENCE[self.dialect]
+        fresh, aging, stale = float(c.fresh), float(c.aging), float(c.stale)
+        lo, hl, start = float(c.confidence_floor), float(c.confidence_half_life), float(c.confidence_start)
         powers = (f"SELECT id, age, log_d, pow(d, age) AS base, pow(0.5, age / ?) AS cd "
                   f"FROM ({ages}) a WHERE age < max_age {fence}")
         powers_params = (hl, *ages_params)
@@ -148,20 +179,7 @@ class PlainRescoreRepo(RepoBase):
                   f"FROM ({value}) v {fence}")
         thresholds = (fresh, aging, stale)
         scored_params = (*thresholds, *thresholds, int(ahead), as_of, *thresholds, *value_params)
-        floored = "CASE WHEN s.nxt < ? THEN ? ELSE s.nxt END"
-        if self.dialect == "postgres":
-            # write_scores' COPY path: an instant found again up to float rounding is kept (HOT updates)
-            next_change = (f"CASE WHEN abs(({floored}) - facts.next_change) < 0.001 THEN facts.next_change "
-                           f"ELSE {floored} END")
-            next_params: tuple = (floor, floor, floor, floor)
-        else:
-            next_change, next_params = floored, (floor, floor)
-        sql = (f"UPDATE facts SET freshness = s.freshness, label = s.label, age_days = s.age_days, "
-               f"days_left = s.days_left, days_until_expired = s.until_expired, expired_by = NULL, "
-               f"confidence = s.confidence, scored_as_of = ?, next_change = {next_change} "
-               f"FROM ({scored}) s WHERE facts.id = s.id AND s.freshness IS NOT NULL AND s.age_days IS NOT NULL "
-               f"AND s.days_left IS NOT NULL AND s.until_expired IS NOT NULL AND s.confidence IS NOT NULL")
-        return sql, (as_of, *next_params, *scored_params)
+        return scored, scored_params
 
 
 def _max_age(c) -> float:
