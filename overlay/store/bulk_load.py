@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from typing import Any, Callable, Mapping, NamedTuple
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from memwatch_overlay.core.errors import ConnectorError
 from memwatch_overlay.overlay.store.compare import PAGE_ROWS, SCHEMA, _key_sql
@@ -174,7 +174,7 @@ class BulkLoadRepo(RepoBase):
             self._staged_sql = self._insert_sql()
         self._score_sql = None
         in_sql = self.load_plain_constants(plain) if plain and self.has_sql_math() else []
-        if in_sql:
+        if plain and in_sql:
             ages = (f"SELECT c.rid AS id, max(0.0, (? - COALESCE(max(COALESCE(c.created_at, c.updated_at), "
                     f"COALESCE(c.updated_at, c.created_at)), ?)) / 86400.0) AS age, p.decay AS d, "
                     f"p.log_decay AS log_d, p.max_age AS max_age FROM temp.mw_calc c JOIN temp.mw_plain p "
@@ -186,7 +186,8 @@ class BulkLoadRepo(RepoBase):
                                f"WHERE {whole}", params)
         return frozenset(in_sql)
 
-    def stage_values(self, computed: list[tuple], unscored: list[tuple] = (), python_rows: list[tuple] = ()) -> None:
+    def stage_values(self, computed: Sequence[tuple], unscored: Sequence[tuple] = (),
+                     python_rows: Sequence[tuple] = ()) -> None:
         """Stage a page's values for insert_staged(): `computed` ((rowid, *BOUND)) as they are,
         `unscored` ((rowid, *BOUND[:SCORES_AT]): facts of the categories begin_staged_insert()
         named, for score_staged()), and `python_rows` ((rowid, *FactRow) of the Record-path
