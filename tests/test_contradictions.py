@@ -109,6 +109,26 @@ def test_duration_makes_a_refinement_compatible(detector):
     assert detector.compare(fact("c", "I have been living in Munich."), [old])
 
 
+def test_a_sentence_taken_back_asserts_nothing(detector):
+    rules = Detector(learned=False)
+    old = fact("a", "Lives in Edinburgh", key="city", days_ago=400)
+    for joke in ("I'm moving to the Sahara, I've had it with this wind. (not really. but the WIND.)",
+                 "Moved to Ibiza for good. Kidding, the rain here is fine",
+                 "Just moved to Lisbon to become a DJ, jk"):
+        assert detector.compare(fact("b", joke), [old]) == [], joke
+        # the same text without its retraction is a move
+        assert rules.compare(fact("b", joke.split(" (not")[0].split(" Kidding")[0].removesuffix(", jk")), [old]), joke
+    job = fact("j", "Works at Google", key="employer", days_ago=400)
+    fired = "I got fired today, my manager said so when I spilled coffee on her laptop."
+    assert rules.compare(fact("b", fired), [job])
+    for taken_back in (" she was joking, relax", " (just kidding)", " I am only joking"):
+        assert detector.compare(fact("b", fired + taken_back), [job]) == [], taken_back
+    # only the sentence taken back: a third person's joke about something else, or "not
+    # really ..." opening a sentence, takes nothing back
+    assert rules.compare(fact("d", "Moved to Glasgow last month. My brother was joking about it"), [old])
+    assert rules.compare(fact("e", "Moved to Glasgow. Not really settled yet though"), [old])
+
+
 def test_extract_reads_slots(detector):
     slots = {(s.name, s.value) for s in detector.extract("Priya just joined Stripe as a staff engineer.")}
     assert {("employer", "stripe"), ("job_title", "staff engineer")} <= slots

@@ -79,11 +79,11 @@ class _Clause:
     slot's prefilter lets through still match nothing.
     """
 
-    __slots__ = ("text", "question", "mask", "_guards", "_held", "_temporary", "_replacement",
+    __slots__ = ("text", "silent", "mask", "_guards", "_held", "_temporary", "_replacement",
                  "_addition")
 
-    def __init__(self, text: str, question: bool, mask: int, guards: "_Guards"):
-        self.text, self.question, self.mask, self._guards = text, question, mask, guards
+    def __init__(self, text: str, silent: bool, mask: int, guards: "_Guards"):
+        self.text, self.silent, self.mask, self._guards = text, silent, mask, guards
         self._held = self._temporary = self._replacement = self._addition = None
 
     @property
@@ -290,6 +290,19 @@ class _Guards:
     def question(self, sentence: str) -> bool:
         return _any(self.g["question"], sentence)
 
+    def silent(self, parts: list[tuple[str, str]]) -> set[str]:
+        """The sentences of `parts` ((clause, sentence) pairs, in text order) that assert
+        nothing: questions, and sentences taken back by themselves or by the sentence after
+        them (the retraction guard)."""
+        order = list(dict.fromkeys(s for _, s in parts))
+        out = {s for s in order if self.question(s)}
+        retraction = self.g["retraction"]
+        if retraction:
+            for i, s in enumerate(order):
+                if _any(retraction, s) or (i + 1 < len(order) and _any(retraction, order[i + 1])):
+                    out.add(s)
+        return out
+
     def held(self, clause: str, mask: int = ALL) -> tuple[float | None, int | None]:
         """How long the clause says its value has held: (days, since_year)."""
         for r, bit in zip(self.g["duration"], self.duration_bits):
@@ -446,20 +459,19 @@ class Extractor:
             if not anywhere & plan.bits:
                 continue                    # none of the slot's regexes can match this text
             if not infos:
-                infos = [self._info(c, s, m) for (c, s), m in zip(parts, masks)]
+                silent = self.guards.silent(parts)
+                infos = [_Clause(c, s in silent, m, self.guards) for (c, s), m in zip(parts, masks)]
             out.extend(self._slot(sd, plan, infos))
         return _dedupe(out)
-
-    def _info(self, clause: str, sentence: str, mask: int) -> "_Clause":
-        return _Clause(clause, self.guards.question(sentence), mask, self.guards)
 
     def cues(self, parts: list[tuple[str, str]], masks: list[int] | None = None) -> list[CueHit]:
         hits = []
         masks = self._masks(parts) if masks is None else masks
         if not any(m & self._cue_bits for m in masks):
             return hits
+        silent = self.guards.silent(parts)
         for (clause, sentence), mask in zip(parts, masks):
-            if self.guards.question(sentence):
+            if sentence in silent:
                 continue
             for bit, cue in self._cue_plan:
                 if not mask & bit:
@@ -522,7 +534,7 @@ class Extractor:
         out: list[Slot] = []
         for info in infos:
             mask = info.mask
-            if info.question or not mask & plan.bits:
+            if info.silent or not mask & plan.bits:
                 continue                # no regex of this slot can match this clause
             taken: list[tuple[int, int]] = []
             if mask & plan.end_bits:
@@ -625,7 +637,7 @@ class Extractor:
         out = []
         for info in infos:
             clause, mask = info.text, info.mask
-            if info.question or not mask & bits:
+            if info.silent or not mask & bits:
                 continue
             for value, rxs in table:
                 for bit, r in rxs:
