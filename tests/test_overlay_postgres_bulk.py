@@ -134,15 +134,25 @@ def test_a_rescore_keeps_next_change_when_it_is_the_same_instant(overlays):
 
 
 def test_a_first_audit_upserts_pages_by_copy_as_sqlite_stores_them(overlays, monkeypatch):
-    """The first audit's pages go to Postgres by COPY + one INSERT … SELECT: every column of
-    every fact as the SQLite overlay has it (but the sync's wall-clock stamps), ids in the same
-    order; a page that holds one key twice takes the statement path (the later row wins)."""
+    """The first audit's pages go to Postgres by COPY + one INSERT … SELECT, in the sync's
+    writer thread: every column of every fact as the SQLite overlay has it (but the sync's
+    wall-clock stamps), ids in the same order; a page that holds one key twice takes the
+    statement path (the later row wins)."""
+    import threading
     from memwatch_overlay.overlay.store.facts import FACT_COLUMNS
     store, cfg, sqlite_path, pg_url = overlays
-    pages = _count_rows(monkeypatch, "_upsert_by_copy")
     _audit(store, cfg, sqlite_path, AS_OF)
+    pages = _count_rows(monkeypatch, "_upsert_by_copy")
+    in_main: list[bool] = []
+    upsert = OverlayStore.upsert_facts
+
+    def noting_the_thread(self, rows):
+        in_main.append(threading.current_thread() is threading.main_thread())
+        return upsert(self, rows)
+    monkeypatch.setattr(OverlayStore, "upsert_facts", noting_the_thread)
     _audit(store, cfg, pg_url, AS_OF)
     assert sum(pages) == ROWS
+    assert in_main and not any(in_main)             # the pages went to Postgres from the writer thread
     cols = [c for c in FACT_COLUMNS if c not in ("first_seen", "last_seen")]
     with OverlayStore(str(sqlite_path)) as lite, OverlayStore(pg_url) as pg:
         query = f"SELECT {', '.join(cols)} FROM facts ORDER BY id"

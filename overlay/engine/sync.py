@@ -485,8 +485,9 @@ class SyncEngine:
                 store.upsert_facts(batch)
 
         # A load that only writes (no lookups between pages) hands its pages to a writer
-        # thread: SQLite works without the GIL while this thread builds the next page.
-        writer = _PageWriter(write) if bulk and not track and not compare and store.dialect == "sqlite" else None
+        # thread: SQLite works without the GIL, and a Postgres overlay's COPY waits for the
+        # server without it, while this thread builds the next page.
+        writer = _PageWriter(write) if bulk and not track and not compare else None
         submit = writer.submit if writer is not None else write
 
         def flush():
