@@ -129,6 +129,34 @@ def test_a_sentence_taken_back_asserts_nothing(detector):
     assert rules.compare(fact("e", "Moved to Glasgow. Not really settled yet though"), [old])
 
 
+@pytest.mark.parametrize("old,key,new,value", [
+    ("Works at Atlassian", "employer", "first week at Stripe done, my brain is full", "Stripe"),
+    ("Works at Atlassian", "employer", "week one at Canva!! the office has a kombucha tap", "Canva"),
+    ("Works at Atlassian", "employer", "got my first payslip from Grab today", "Grab"),
+    ("Works at ETH Zurich", "employer", "Defended in May and started a postdoc at EPFL in August", "EPFL"),
+    ("Works at Wayfair", "employer", "couch tester now (translation: Wayfair let me go on Friday)", None),
+    ("Husband is Harold", "spouse", "It's been a hard few months since Harold passed.", None),
+    ("I live in São Paulo", "city", "Saí de São Paulo em julho, agora moro em Florianópolis", "Florianópolis"),
+    ("Lives in Lisbon", "city", "nos mudamos para Porto no verão", "Porto"),
+])
+def test_new_employers_moves_and_endings_said_in_passing(old, key, new, value):
+    """Phrasings that name a new value or end one in passing (a first week, a first payslip,
+    a role started somewhere, an employer that let one go, a death, Portuguese), read by the
+    rules alone."""
+    [c] = Detector(learned=False).compare(fact("b", new), [fact("a", old, key=key, days_ago=400)])
+    assert c.update["new_value"] == value, c
+
+
+def test_the_rules_read_no_employer_in_a_first_day_at_school_or_a_plan():
+    rules = Detector(learned=False)
+    old = fact("a", "Works at Atlassian", key="employer", days_ago=400)
+    for text in ("first day at school for the twins", "my first week at Stripe starts next Monday",
+                 "my sister started a new job at Canva", "Harold passed the driving test, finally"):
+        assert rules.compare(fact("b", text), [old]) == [], text
+    assert rules.compare(fact("b", "Harold passed the driving test"), [fact("a", "Husband is Harold", key="spouse",
+                                                                             days_ago=400)]) == []
+
+
 def test_extract_reads_slots(detector):
     slots = {(s.name, s.value) for s in detector.extract("Priya just joined Stripe as a staff engineer.")}
     assert {("employer", "stripe"), ("job_title", "staff engineer")} <= slots

@@ -237,7 +237,7 @@ def test_the_newer_fact_looks_wide_only_where_the_rules_read_no_slot():
     """The index's topic wants are what the gate reads: the wider set for a text the rules
     read no slot in, its offered topics where they read one."""
     det = Detector()
-    casual = fact("n1", "first week at Canva done, exhausted")
+    casual = fact("n1", "onboarding at the new place done, exhausted")
     slotted = fact("n2", "Please use t.nowak@example.net from now on, I closed the old address.")
     assert not det.read(casual).slots and det.read(slotted).slots
     for f, wide in ((casual, True), (slotted, False)):
