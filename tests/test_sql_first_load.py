@@ -302,6 +302,33 @@ def test_a_text_that_is_not_utf8_fails_as_the_record_path_fails(tmp_path, monkey
     assert errors[0] == errors[1]
 
 
+@pytest.mark.parametrize("fail_at", [1, 3], ids=["the first page's write", "a later page's write"])
+def test_a_write_failing_in_the_writer_thread_leaves_the_overlay_as_it_was(tmp_path, monkeypatch, fail_at):
+    """Each page's SQL runs in the writer thread: a write that fails there is raised in the
+    sync, no later page is written, and the sync's transaction leaves no fact behind."""
+    import threading
+
+    store = tmp_path / "bot.db"
+    make_store(store, 3500)
+    monkeypatch.setattr(sync_module, "SQL_LOAD", True)
+    stage = OverlayStore.stage_source
+    monkeypatch.setattr(OverlayStore, "stage_source", lambda self, *a, **k: stage(self, *a, **k, page_rows=1000))
+    real = OverlayStore.insert_staged
+    calls: list[bool] = []
+
+    def insert(self, after, upto):
+        calls.append(threading.current_thread() is threading.main_thread())
+        if len(calls) == fail_at:
+            raise sqlite3.OperationalError("disk I/O error")
+        return real(self, after, upto)
+
+    monkeypatch.setattr(OverlayStore, "insert_staged", insert)
+    with pytest.raises(sqlite3.OperationalError, match="disk I/O error"):
+        sync_once(store, tmp_path / "overlay.db", config_for(store))
+    assert len(calls) == fail_at and not any(calls)          # in the writer; nothing written after it
+    assert sqlite3.connect(tmp_path / "overlay.db").execute("SELECT count(*) FROM facts").fetchone()[0] == 0
+
+
 @pytest.mark.parametrize("ahead", [False, True], ids=["as-of in the past", "as-of ahead of the clock"])
 def test_sql_scores_the_plain_facts_to_the_bit(tmp_path, monkeypatch, ahead):
     """The staged load's plain facts are scored by SQL (plain_rescore.plain_scores_select), the

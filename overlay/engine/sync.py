@@ -24,7 +24,6 @@ import queue
 import threading
 import time
 from array import array
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Callable, NamedTuple, Sequence
@@ -726,37 +725,32 @@ class SyncEngine:
         # A page's SQL (its scores, its INSERT … SELECT: a few long statements, during which
         # SQLite releases the GIL) runs in `writer` while the next page is computed here. Its
         # values are bound here first: binding row by row in the writer would take the GIL
-        # back from this thread for every row. The connection is only ever used by one
-        # thread at a time: every use here first waits for the write in flight (finish()).
-        pending: list[Future] = []          # the write in flight (at most one)
+        # back from this thread for every row. Every read here drains the writer first.
+        writer = _PageWriter(lambda page: write(*page))
         ready: tuple | None = None          # the last page computed, not yet handed to the writer
-
-        def finish() -> None:
-            while pending:
-                pending.pop().result()
-
-        with ThreadPoolExecutor(1, thread_name_prefix="memwatch-overlay-writer") as writer:
-            try:
-                for after, upto in staged.pages:
-                    finish()
-                    rows = store.staged_page(after, upto)
-                    if ready is not None:
-                        pending.append(writer.submit(write, *bind(*ready)))
-                    computed, unscored, python = facts_of(rows)
-                    made: dict[int, FactRow] = {}
-                    if python:
-                        finish()
-                        made = self._staged_records(store.staged_rows(sorted(python)), python, record, fact_row,
-                                                    page_rows, replaced)
-                    ready = (after, upto, computed, unscored, made)
-                    stats.records += len(computed) + len(unscored) + len(made)
-                    if on_progress:
-                        on_progress(stats.records)
-                finish()
+        try:
+            for after, upto in staged.pages:
+                writer.drain()
+                rows = store.staged_page(after, upto)
                 if ready is not None:
-                    write(*bind(*ready))
-            finally:
-                wait(pending)               # an error here: the write ends before the transaction does
+                    writer.submit(bind(*ready))
+                computed, unscored, python = facts_of(rows)
+                made: dict[int, FactRow] = {}
+                if python:
+                    writer.drain()
+                    made = self._staged_records(store.staged_rows(sorted(python)), python, record, fact_row,
+                                                page_rows, replaced)
+                ready = (after, upto, computed, unscored, made)
+                stats.records += len(computed) + len(unscored) + len(made)
+                if on_progress:
+                    on_progress(stats.records)
+            writer.drain()
+            if ready is not None:
+                writer.submit(bind(*ready))
+        except BaseException:
+            writer.close(cancel=True)       # the write in flight ends before the transaction does
+            raise
+        writer.close()
         store.drop_staged()
         if dropped:
             store.create_indexes(dropped)
@@ -1181,7 +1175,9 @@ class _PageWriter:
 
     The sync's transaction is the caller's: the writer only runs statements inside it, and
     close() waits for it, so nothing is written after the caller commits or rolls back. A
-    failed write is raised in the caller (at its next submit, or by close)."""
+    caller that also reads through the connection calls drain() first: the connection is
+    then used by one thread at a time. A failed write is raised in the caller (at its next
+    submit or drain, or by close)."""
 
     def __init__(self, write: Callable[[list], None]):
         self.write = write
@@ -1194,19 +1190,28 @@ class _PageWriter:
     def _run(self) -> None:
         while True:
             page = self.pages.get()
-            if page is None:
-                return
-            if self.error is not None or self.cancelled:
-                continue
             try:
-                self.write(page)
-            except BaseException as exc:   # handed to the caller's thread
-                self.error = exc
+                if page is None:
+                    return
+                if self.error is not None or self.cancelled:
+                    continue
+                try:
+                    self.write(page)
+                except BaseException as exc:   # handed to the caller's thread
+                    self.error = exc
+            finally:
+                self.pages.task_done()
 
-    def submit(self, page: list) -> None:
+    def submit(self, page) -> None:
         if self.error is not None:
             self._raise()
         self.pages.put(page)
+
+    def drain(self) -> None:
+        """Wait until every page submitted is written; raise a failed write."""
+        self.pages.join()
+        if self.error is not None:
+            self._raise()
 
     def close(self, cancel: bool = False) -> None:
         """Wait for every submitted page (`cancel`: skip those not begun); raise a failed write."""
