@@ -147,6 +147,22 @@ def test_new_employers_moves_and_endings_said_in_passing(old, key, new, value):
     assert c.update["new_value"] == value, c
 
 
+def test_an_account_deleted_ends_its_use():
+    """The account slot: an app or network the user is on, ended by deleting, deactivating or
+    leaving it; a post deleted, someone else's account or a question ends nothing."""
+    rules = Detector(learned=False)
+    tiktok = fact("a", "The user uses TikTok daily", days_ago=300)
+    linkedin = fact("l", "Active on LinkedIn, happy for recruiters to reach out there", key="linkedin", days_ago=300)
+    for new, old, app in (("deleted tiktok 3 weeks ago and my screen time halved", tiktok, "tiktok"),
+                          ("deactivated LinkedIn, the recruiter spam was unbearable. email only", linkedin, "linkedin"),
+                          ("I finally uninstalled TikTok", tiktok, "tiktok")):
+        [c] = rules.compare(fact("b", new), [old])
+        assert c.older == old.ref and app in c.evidence.lower(), c
+    for new in ("deleted the TikTok video of my cat", "my sister deleted her TikTok", "should I delete TikTok?",
+                "I use TikTok and Instagram every day"):
+        assert rules.compare(fact("b", new), [tiktok]) == [], new
+
+
 def test_the_rules_read_no_employer_in_a_first_day_at_school_or_a_plan():
     rules = Detector(learned=False)
     old = fact("a", "Works at Atlassian", key="employer", days_ago=400)
