@@ -163,6 +163,15 @@ def test_an_account_deleted_ends_its_use():
         assert rules.compare(fact("b", new), [tiktok]) == [], new
 
 
+def test_a_length_in_cm_is_a_height_only_as_one():
+    rules = Detector(learned=False)
+    tall = fact("a", "The user is 165 cm", key="height", days_ago=300)
+    assert rules.compare(fact("b", "I am 172 cm now, the doctor measured twice"), [tall])
+    for new in ("I grew 10 cm overnight! (I bought platform boots)", "bought a 30 cm frying pan",
+                "the fish was 45cm long"):
+        assert rules.compare(fact("b", new), [tall]) == [], new
+
+
 def test_the_rules_read_no_employer_in_a_first_day_at_school_or_a_plan():
     rules = Detector(learned=False)
     old = fact("a", "Works at Atlassian", key="employer", days_ago=400)
