@@ -124,6 +124,7 @@ class SyncEngine:
                  detector_factory: Callable[[], object] | None = None):
         self.store = store
         self.config = config
+        self._plain_scorers: dict[str, Callable | None] = {}     # category -> plain_scorer (_plain_scorer)
         self.categorizer = Categorizer(config.rules, known=set(config.categories), aliases=config.category_aliases,
                                        max_text_chars=config.max_text_chars)
         self.detector = detector
@@ -803,9 +804,13 @@ class SyncEngine:
         return constants
 
     def _plain_scorer(self, category: str):
-        """plain_scorer of a configured category (None: it has `ttl_days`)."""
-        cfg = self.config
-        return plain_scorer(cfg.policy(category), cfg.thresholds, cfg.lifecycle)
+        """plain_scorer of a category (None: it has `ttl_days`), made once per engine: the
+        page builders look it up in `_plain_scorers` first."""
+        scorer = self._plain_scorers.get(category, _MISSING)
+        if scorer is _MISSING:
+            cfg = self.config
+            scorer = self._plain_scorers[category] = plain_scorer(cfg.policy(category), cfg.thresholds, cfg.lifecycle)
+        return scorer
 
     def _staged_facts(self, source_name: str, now: float, as_of: float,
                       in_sql: frozenset[str] = frozenset()) -> Callable[[list], tuple]:
@@ -820,12 +825,9 @@ class SyncEngine:
         category is not scored by plain_scorer (then with its category: it is not categorised
         twice). A row with a blank text makes no fact, as read() makes no Record of it."""
         categorize_rows = self.categorizer.categorize_rows
-        cfg = self.config
-        thresholds, lifecycle = cfg.thresholds, cfg.lifecycle
-        scorers: dict[str, Callable | None] = {}
+        scorers, scorer_of = self._plain_scorers, self._plain_scorer
         ahead = as_of > now + 1.0
         digest_of = content_digest
-        missing = object()
         epoch = naive_iso_epoch          # the times as the connector's tuple path parses them
 
         def facts_of(rows: list[tuple]) -> tuple[list[tuple], list[tuple], dict]:
@@ -858,9 +860,9 @@ class SyncEngine:
                     later((rid, category, digest_of(text, key, subject, category, created, updated, None, "active"),
                            created, updated))
                     continue
-                scorer = scorers.get(category, missing)
-                if scorer is missing:
-                    scorer = scorers[category] = plain_scorer(cfg.policy(category), thresholds, lifecycle)
+                scorer = scorers.get(category, _MISSING)
+                if scorer is _MISSING:
+                    scorer = scorer_of(category)
                 if scorer is None:
                     python[rid] = category
                     continue
@@ -954,22 +956,19 @@ class SyncEngine:
         prefixes made once, its content hash inline. Any other record goes through fact_row."""
         fact_row = self._row_builder(source_id, sync_no, now, as_of)
         categorize_page = self.categorizer.categorize_page
-        cfg = self.config
-        thresholds, lifecycle = cfg.thresholds, cfg.lifecycle
-        scorers: dict[str, Callable | None] = {}
+        scorers, scorer_of = self._plain_scorers, self._plain_scorer
         ref_prefixes: dict[tuple[str, str], str] = {}
         pk_prefixes: dict[str, str] = {}
         ahead = as_of > now + 1.0
         new_row, digest_of, enc, live = tuple.__new__, content_digest, _enc, LIVE_STATUSES
-        missing = object()
 
         def page_rows(records: list[Record]) -> list[FactRow]:
             rows: list[FactRow] = []
             append = rows.append
             for rec, category in zip(records, categorize_page(records)):
-                scorer = scorers.get(category, missing)
-                if scorer is missing:
-                    scorer = scorers[category] = plain_scorer(cfg.policy(category), thresholds, lifecycle)
+                scorer = scorers.get(category, _MISSING)
+                if scorer is _MISSING:
+                    scorer = scorer_of(category)
                 pk = rec.pk
                 if (scorer is None or rec.access_count or rec.accessed_at is not None
                         or rec.expires_at is not None or len(pk) != 1):
@@ -1225,6 +1224,9 @@ class _PageWriter:
         error, self.error = self.error, None
         self.cancelled = True
         raise error
+
+
+_MISSING = object()     # not looked up yet (a dict.get default None cannot say)
 
 
 def _plain_scores(scorer, as_of: float, now: float, ahead: bool, created: float | None,
