@@ -39,6 +39,7 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 from memwatch_overlay.core.errors import ConnectorError
 from memwatch_overlay.overlay.store.compare import PAGE_ROWS, SCHEMA, _key_sql
 from memwatch_overlay.overlay.store.facts import FACT_COLUMNS, UPSERT_CONFLICT
+from memwatch_overlay.overlay.store.plain_rescore import age_sql
 from memwatch_overlay.overlay.store.sqlhelpers import RepoBase, placeholders, plain_rows
 
 ROWID = '"mw_rowid"'          # the staged copy's rowid column (the source row's rowid)
@@ -175,8 +176,8 @@ class BulkLoadRepo(RepoBase):
         self._score_sql = None
         in_sql = self.load_plain_constants(plain) if plain and self.has_sql_math() else []
         if plain and in_sql:
-            ages = (f"SELECT c.rid AS id, max(0.0, (? - COALESCE(max(COALESCE(c.created_at, c.updated_at), "
-                    f"COALESCE(c.updated_at, c.created_at)), ?)) / 86400.0) AS age, p.decay AS d, "
+            # learned at the latest of its times, else now (the Record path's learned_at)
+            ages = (f"SELECT c.rid AS id, {age_sql(('c.created_at', 'c.updated_at'), '?')} AS age, p.decay AS d, "
                     f"p.log_decay AS log_d, p.max_age AS max_age FROM temp.mw_calc c JOIN temp.mw_plain p "
                     f"ON p.category = c.category LIMIT -1 OFFSET 0")
             scored, params = self.plain_scores_select(ages, (as_of, now), next(iter(plain.values())), as_of,

@@ -88,8 +88,6 @@ class PlainRescoreRepo(RepoBase):
         database has no math functions. Call inside a transaction."""
         if not self.has_sql_math():
             return None
-        if not constants:
-            return 0
         if not self.load_plain_constants(constants):
             return 0
         conn = self.conn
@@ -121,12 +119,8 @@ class PlainRescoreRepo(RepoBase):
         else:
             todo, todo_param = "f.next_change <= ?", due
         live = ", ".join(f"'{s}'" for s in LIVE_STATUSES)
-        # learned = max(created_at, updated_at, refreshed_at) over those not NULL, else first_seen
-        # (each COALESCE is one of them when any is not NULL); age = max(0.0, days since)
-        cr, up, rf = "f.created_at", "f.updated_at", "f.refreshed_at"
-        latest = f"max(COALESCE({cr}, {up}, {rf}), COALESCE({up}, {cr}, {rf}), COALESCE({rf}, {cr}, {up}))"
-        learned = f"COALESCE({latest}, f.first_seen)"
-        ages = (f"SELECT f.id AS id, max(0.0, (? - {learned}) / {_DAY}) AS age, "
+        age = age_sql(("f.created_at", "f.updated_at", "f.refreshed_at"), "f.first_seen")
+        ages = (f"SELECT f.id AS id, {age} AS age, "
                 f"c.decay AS d, c.log_decay AS log_d, c.max_age AS max_age "
                 f"FROM facts f CROSS JOIN temp.mw_plain c WHERE c.category = f.category "
                 f"AND +f.status IN ({live}) AND {todo} AND f.access_count = 0 AND f.accessed_at IS NULL "
@@ -180,6 +174,15 @@ class PlainRescoreRepo(RepoBase):
         thresholds = (fresh, aging, stale)
         scored_params = (*thresholds, *thresholds, int(ahead), as_of, *thresholds, *value_params)
         return scored, scored_params
+
+
+def age_sql(times: tuple[str, ...], otherwise: str) -> str:
+    """A fact's age in days at the as-of (the expression's one parameter) as plain_scorer
+    takes it: since the latest of `times` that is not NULL, else since `otherwise`; at least
+    0.0. (Each COALESCE below is one of the times when any is not NULL: SQL's max() of a
+    NULL is NULL.)"""
+    latest = ", ".join(f"COALESCE({', '.join(times[i:] + times[:i])})" for i in range(len(times)))
+    return f"max(0.0, (? - COALESCE(max({latest}), {otherwise})) / {_DAY})"
 
 
 def _max_age(c) -> float:
