@@ -112,12 +112,11 @@ def test_duration_makes_a_refinement_compatible(detector):
 def test_a_sentence_taken_back_asserts_nothing(detector):
     rules = Detector(learned=False)
     old = fact("a", "Lives in Edinburgh", key="city", days_ago=400)
-    for joke in ("I'm moving to the Sahara, I've had it with this wind. (not really. but the WIND.)",
-                 "Moved to Ibiza for good. Kidding, the rain here is fine",
-                 "Just moved to Lisbon to become a DJ, jk"):
-        assert detector.compare(fact("b", joke), [old]) == [], joke
-        # the same text without its retraction is a move
-        assert rules.compare(fact("b", joke.split(" (not")[0].split(" Kidding")[0].removesuffix(", jk")), [old]), joke
+    for said, taken_back in (("I'm moving to the Sahara, I've had it with this wind.", " (not really. but the WIND.)"),
+                             ("Moved to Ibiza for good.", " Kidding, the rain here is fine"),
+                             ("Just moved to Lisbon to become a DJ", ", jk")):
+        assert rules.compare(fact("b", said), [old]), said               # a move, said alone
+        assert detector.compare(fact("b", said + taken_back), [old]) == [], taken_back
     job = fact("j", "Works at Google", key="employer", days_ago=400)
     fired = "I got fired today, my manager said so when I spilled coffee on her laptop."
     assert rules.compare(fact("b", fired), [job])
@@ -176,10 +175,12 @@ def test_the_rules_read_no_employer_in_a_first_day_at_school_or_a_plan():
     rules = Detector(learned=False)
     old = fact("a", "Works at Atlassian", key="employer", days_ago=400)
     for text in ("first day at school for the twins", "my first week at Stripe starts next Monday",
-                 "my sister started a new job at Canva", "Harold passed the driving test, finally"):
+                 "my sister started a new job at Canva"):
         assert rules.compare(fact("b", text), [old]) == [], text
-    assert rules.compare(fact("b", "Harold passed the driving test"), [fact("a", "Husband is Harold", key="spouse",
-                                                                             days_ago=400)]) == []
+    husband = fact("a", "Husband is Harold", key="spouse", days_ago=400)
+    assert rules.compare(fact("b", "since Harold passed, the garden keeps me going"), [husband])
+    for text in ("Harold passed the driving test", "Harold passed the driving test, finally"):
+        assert rules.compare(fact("b", text), [husband]) == [], text
 
 
 def test_extract_reads_slots(detector):
