@@ -202,3 +202,45 @@ def test_min_confidence_filters(detector):
     d = Detector(detector.pack, min_confidence=0.99)
     old = fact("a", "Lives in Rome", days_ago=10)
     assert d.compare(fact("b", "Moved to Milan."), [old]) == []
+
+
+@pytest.mark.parametrize("old,new", [
+    ("Grade 4 violin", "got my grade 7 violin results, distinction!"),
+    ("Karate: green belt", "tested for my brown belt yesterday and passed"),
+    ("Italian: B1", "passed the CILS C1 exam last month, so proud"),
+    ("Has a bachelor's degree in history", "finally finished my master's degree in archaeology"),
+    ("Highest qualification: high school diploma", "earned my bachelor's degree at 41, night school works"),
+    ("Prefers window seats on flights", "put me in an aisle seat from now on, I get up a lot"),
+    ("Wants distances in miles", "I think in kilometres these days, use metric please"),
+    ("Likes short answers with bullet points", "I want detailed explanations from now on, I'm studying for an exam"),
+    ("Wants replies in English", "respóndeme en español a partir de hoy, por favor"),
+    ("Early bird, prefers meetings before 9", "honestly I've become a night owl, afternoons are best for calls"),
+    ("Only drives automatic cars", "I can drive a manual now, my brother taught me on his Fiat"),
+    ("Holds 3 AWS certifications", "passed my fourth AWS cert today"),
+    ("Speaks two languages, English and Tamil", "my Spanish is finally good enough, so that's three languages now"),
+    ("Doing an MBA at night", "I dropped out of my MBA, the travel for work made it impossible"),
+    ("Studying for the CFA Level 2 exam", "CFA Level 2: passed! on to level 3"),
+    ("Hates olives", "I've started liking olives?! my mother-in-law's tapenade did it"),
+    ("Does not have a driving licence", "passed my driving test this morning!"),
+])
+def test_levels_settings_and_collections_said_any_way(old, new):
+    """A graded level (exam grade, belt, CEFR level, highest degree), a setting the assistant
+    follows (seat, units, answer length, reply language, early or late, gearbox), a count of
+    credentials and a course given up or passed, read by the rules alone."""
+    [c] = Detector(learned=False).compare(fact("b", new), [fact("a", old, days_ago=400)])
+    assert c.older == "a", c
+
+
+@pytest.mark.parametrize("old,new", [
+    ("Grade 4 violin", "passed grade 6 piano this spring"),             # another instrument
+    ("Judo brown belt", "got my Six Sigma green belt at work"),          # not a martial-arts belt
+    ("Judo brown belt", "my daughter got her yellow belt today"),        # someone else's
+    ("Italian: B1", "my Spanish is at B2 now"),                          # another language
+    ("Prefers window seats on flights", "book me an aisle seat this time, my knee is bad"),
+    ("Prefers window seats on flights", "should I pick an aisle seat for the long haul?"),
+    ("Wants replies in English", "can you reply in English? the last one came out in Dutch"),
+    ("Grade 4 violin", "got my grade 4 violin certificate framed"),       # the same level
+    ("Hates olives", "are you into olives??"),
+])
+def test_levels_and_settings_leave_other_things_alone(old, new):
+    assert Detector(learned=False).compare(fact("b", new), [fact("a", old, days_ago=400)]) == [], new

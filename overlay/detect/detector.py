@@ -448,6 +448,7 @@ class Detector:
     def _mode_single(self, sd, news, os_, new, old, gap, v) -> None:
         if os_.kind != "assert":
             return
+        news = [s for s in news if not (s.key and os_.key) or _same_key(s.key, os_.key)]
         positives = [s for s in news if s.kind == "assert" and s.polarity > 0]
         if os_.polarity < 0:
             for s in positives:
@@ -543,6 +544,9 @@ class Detector:
             if s.kind == "end" and s.new_value and _overlap(s.new_value, os_.value):
                 self._conflict(v, sd, old, new, os_, s.new_value, "cue",
                                f'{sd.name}: "{os_.value}" completed: "{_short(s.evidence)}"')
+            elif s.kind == "end" and not s.new_value and s.value and _overlap(s.value, os_.value):
+                self._conflict(v, sd, old, new, os_, None, "cue",
+                               f'{sd.name}: "{os_.value}" given up: "{_short(s.evidence)}"')
             elif s.kind == "assert" and _same(sd, s.value, os_.value):
                 v.confirmed = True
 

@@ -80,11 +80,11 @@ class _Clause:
     """
 
     __slots__ = ("text", "silent", "mask", "_guards", "_held", "_temporary", "_replacement",
-                 "_addition")
+                 "_addition", "_once")
 
     def __init__(self, text: str, silent: bool, mask: int, guards: "_Guards"):
         self.text, self.silent, self.mask, self._guards = text, silent, mask, guards
-        self._held = self._temporary = self._replacement = self._addition = None
+        self._held = self._temporary = self._replacement = self._addition = self._once = None
 
     @property
     def held(self) -> float | None:
@@ -103,6 +103,13 @@ class _Clause:
         if self._temporary is None:
             self._temporary = self._guards.temporary(self.text, self.mask)
         return self._temporary
+
+    @property
+    def once(self) -> bool:
+        """A one-off exception ("an aisle seat this time"): no preference changes."""
+        if self._once is None:
+            self._once = self._guards.has("once", self.text, self.mask)
+        return self._once
 
     @property
     def replacement(self) -> bool:
@@ -373,8 +380,8 @@ def _key(sd: SlotDef, m: re.Match, value: str | None) -> str:
     gd = m.groupdict()
     if sd.mode == "polar":
         return _singular(_family(sd, value))
-    if sd.mode == "count":
-        return _family(sd, gd.get("k") or "")
+    if sd.mode == "count" or (sd.mode == "single" and gd.get("k")):
+        return _family(sd, gd.get("k") or "")      # a level of what ("Grade 3 piano")
     return ""
 
 
@@ -607,6 +614,8 @@ class Extractor:
                 usable, neg = self._usable(sd, info, m)
                 if not usable or _overlaps(taken, m) or (sd.category == "location" and info.temporary):
                     continue
+                if sd.category == "preference" and info.once:
+                    continue
                 if sd.mode == "polar" and self.guards.has("restrict", clause[m.end():], mask):
                     continue
                 gd = m.groupdict()
@@ -637,7 +646,7 @@ class Extractor:
         out = []
         for info in infos:
             clause, mask = info.text, info.mask
-            if info.silent or not mask & bits:
+            if info.silent or not mask & bits or (sd.category == "preference" and info.once):
                 continue
             for value, rxs in table:
                 for bit, r in rxs:
@@ -673,6 +682,8 @@ class Extractor:
             return None if n is None else f"{n:g}"
         if sd.mode == "polar":
             return _singular(_family(sd, raw))
+        if sd.families:
+            return _family(sd, raw)             # one value however written ("français")
         return norm_value(raw)
 
 
