@@ -244,3 +244,38 @@ def test_levels_settings_and_collections_said_any_way(old, new):
 ])
 def test_levels_and_settings_leave_other_things_alone(old, new):
     assert Detector(learned=False).compare(fact("b", new), [fact("a", old, days_ago=400)]) == [], new
+
+
+@pytest.mark.parametrize("old,new", [
+    ("Has lived in 2 countries", "Oslo makes three countries I've lived in"),
+    ("Has 12 houseplants", "the plant count is now at 20, send help"),
+    ("Manages a team of 6 engineers", "we grew, I have 9 engineers now"),
+    ("Has two grandchildren", "say hello to grandbaby number three, born Tuesday"),
+    ("Owns three cars", "we're down to one car since the move"),
+    ("Has run 2 marathons", "finished my 3rd marathon in Berlin"),
+    ("Drives to work every day", "I cycle to work now, 20 minutes along the canal"),
+    ("Takes the bus to work", "walking to work these days, the new flat is close"),
+    ("Uses a Pixel 6", "switched to an iPhone 15 after my Pixel died"),
+    ("Swims on Tuesday evenings", "swimming is on Thursday evenings now, the pool changed its schedule"),
+    ("Girlfriend is Mia", "Mia and I broke up last month"),
+    ("Partner is Jonas", "Jonas moved out in the spring"),
+    ("Has a dog named Biscuit", "we had to put Biscuit down last week"),
+    ("Allergic to peanuts", "turns out I've outgrown the peanut allergy"),
+    ("Works part-time as a librarian", "I retired in June, the library threw me a party"),
+    ("Graduate student at McGill", "started a postdoc at Caltech in September"),
+])
+def test_counts_routines_devices_and_endings_said_any_way(old, new):
+    [c] = Detector(learned=False).compare(fact("b", new), [fact("a", old, days_ago=400)])
+    assert c.older == "a", c
+
+
+@pytest.mark.parametrize("old,new", [
+    ("Has two grandchildren", "grandbaby number three is due in May!"),       # not yet
+    ("Has lived in 2 countries", "I have visited 30 countries so far"),      # visited, not lived
+    ("Drives to work every day", "my sister cycles to work"),                 # someone else
+    ("Swims on Tuesday evenings", "I do yoga on Thursday evenings"),          # another activity
+    ("Partner is Jonas", "Lukas moved out, so the spare room is free at last"),  # not him
+    ("Uses a Pixel 6", "my Pixel 6 battery is dying"),                        # the same phone
+])
+def test_counts_routines_devices_and_endings_leave_other_things_alone(old, new):
+    assert Detector(learned=False).compare(fact("b", new), [fact("a", old, days_ago=400)]) == [], new

@@ -23,7 +23,9 @@ from memwatch_overlay.overlay.detect.pack import Pack, SlotDef
 _NUMBER_WORDS = {"no": 0, "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5,
                  "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11,
                  "twelve": 12, "a": 1, "an": 1, "several": 3, "many": 5, "a few": 3,
-                 "a couple of": 2}
+                 "a couple of": 2, "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5,
+                 "sixth": 6, "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10}
+_ORDINAL_DIGITS = re.compile(r"(\d+)(?:st|nd|rd|th)")
 _UNIT_DAYS = {"year": 365.25, "month": 30.44, "decade": 3652.5, "week": 7.0, "day": 1.0}
 _DETERMINERS = {"a", "an", "the", "my", "our", "his", "her", "their", "your", "this", "that"}
 _CONTRACTIONS = [
@@ -191,7 +193,10 @@ def stem(word: str) -> str:
         w = w[:-2]
     for suf in ("ing", "ers", "er", "ed", "es", "s", "e"):
         if w.endswith(suf) and len(w) - len(suf) >= 3:
-            return w[: -len(suf)]
+            w = w[: -len(suf)]
+            if suf in ("ing", "ers", "er", "ed") and w[-1] == w[-2] and w[-1] not in "lsz":
+                w = w[:-1]              # swimming / swims, runner / runs
+            return w
     return w
 
 
@@ -211,6 +216,9 @@ def to_number(v: str | None) -> float | None:
     v = v.strip().lower()
     if v in _NUMBER_WORDS:
         return float(_NUMBER_WORDS[v])
+    m = _ORDINAL_DIGITS.fullmatch(v)
+    if m:
+        return float(m.group(1))        # "my 5th marathon": the fifth one
     try:
         return float(v)
     except ValueError:
@@ -598,7 +606,7 @@ class Extractor:
                 continue
             for m in r.finditer(clause):
                 usable, neg = self._usable(sd, info, m)
-                if not usable or neg:
+                if not usable or neg or self._pending(sd, info, m):
                     continue
                 delta = -1 if _LOSS.search(m.group(0)) else 1
                 out.append(Slot(sd.name, sd.category, sd.mode, _key(sd, m, None), None, None,
@@ -614,7 +622,7 @@ class Extractor:
                 usable, neg = self._usable(sd, info, m)
                 if not usable or _overlaps(taken, m) or (sd.category == "location" and info.temporary):
                     continue
-                if sd.category == "preference" and info.once:
+                if (sd.category == "preference" and info.once) or self._pending(sd, info, m):
                     continue
                 if sd.mode == "polar" and self.guards.has("restrict", clause[m.end():], mask):
                     continue
@@ -665,6 +673,10 @@ class Extractor:
                                         implied=implied, current=current,
                                         evidence=clause))
         return out
+
+    def _pending(self, sd: SlotDef, info: "_Clause", m: re.Match) -> bool:
+        """A count not reached yet: "grandbaby number five is due in March"."""
+        return sd.mode == "count" and self.guards.has("pending", info.text[m.end():], info.mask)
 
     def _current(self, clause: str, pos: int, mask: int = ALL) -> bool:
         """Whether the comma-separated part of the clause around ``pos`` says "now"."""
