@@ -276,6 +276,7 @@ def test_counts_routines_devices_and_endings_said_any_way(old, new):
     ("Swims on Tuesday evenings", "I do yoga on Thursday evenings"),          # another activity
     ("Partner is Jonas", "Lukas moved out, so the spare room is free at last"),  # not him
     ("Uses a Pixel 6", "my Pixel 6 battery is dying"),                        # the same phone
+    ("Runs every morning", "I used to hate running, now I get grumpy if I skip it"),  # an aversion ended
 ])
 def test_counts_routines_devices_and_endings_leave_other_things_alone(old, new):
     assert Detector(learned=False).compare(fact("b", new), [fact("a", old, days_ago=400)]) == [], new
