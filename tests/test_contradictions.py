@@ -280,3 +280,47 @@ def test_counts_routines_devices_and_endings_said_any_way(old, new):
 ])
 def test_counts_routines_devices_and_endings_leave_other_things_alone(old, new):
     assert Detector(learned=False).compare(fact("b", new), [fact("a", old, days_ago=400)]) == [], new
+
+
+@pytest.mark.parametrize("old,new", [
+    ("Girlfriend: Ana", "Ana and I called it quits over the summer"),
+    ("Instagram: @lenabakes", "changed my handle to @lena.bakes.bread, the old one got hacked"),
+    ("Blog: tomwrites.wordpress.com", "my blog's moved to tomwrites.dev, finally my own domain"),
+    ("Listens mostly to K-pop", "honestly I'm sick of K-pop, it's all lo-fi now"),
+    ("Odeia coentro", "hoje adoro coentro, quem diria"),
+    ("Is on dating apps, looking for a partner", "Leo and I are officially exclusive!"),
+    ("Has been an atheist all his life", "got baptised last Sunday, my mum cried"),
+    ("Broke her wrist, arm in a cast", "cast came off today, the arm looks tiny"),
+    ("Waiting on the results of an MRI", "the MRI came back clear, huge relief"),
+    ("Permanent resident, not a Canadian citizen yet", "took the oath this morning, I'm officially a Canadian citizen"),
+    ("Pregnant with her second child", "our daughter was born on Monday, 3.2 kg of perfection"),
+    ("On the payments team at Shopify", "I transferred to the search team last month"),
+    ("Codes mostly in Python", "switched to Go at the new job, loving the compiler"),
+    ("Usual coffee: a cappuccino", "I've switched to oat lattes, dairy hates me"),
+    ("Step goal: 8000 a day", "raised my step goal to 12000 since the new dog"),
+])
+def test_handles_sites_tastes_and_states_that_end(old, new):
+    [c] = Detector(learned=False).compare(fact("b", new), [fact("a", old, days_ago=400)])
+    assert c.older == "a", c
+
+
+@pytest.mark.parametrize("old,new,key", [
+    ("Instagram: @lenabakes", "follow my friend @tomcooks, he's great", None),   # no replacement
+    ("Usual coffee: a cappuccino", "had a latte today for a change", None),
+    ("On the payments team at Shopify", "I played on the football team in college", None),
+    ("Pregnant with her second child", "my sister's baby was born on Monday", None),
+    ("Codes mostly in Python", "switched to Go for one side project", None),
+])
+def test_handles_sites_tastes_and_states_leave_other_things_alone(old, new, key):
+    assert Detector(learned=False).compare(fact("b", new), [fact("a", old, key=key, days_ago=400)]) == [], new
+
+
+def test_a_keyed_number_is_read_from_a_short_value():
+    """``key = age``, ``text = "Is 29"``: the key names the slot and the one number in the
+    text is its value."""
+    rules = Detector(learned=False)
+    [c] = rules.compare(fact("b", "turned 32 last week, still feel 25"), [fact("a", "Is 29", key="age", days_ago=30)])
+    assert c.update["new_value"] == "32", c
+    assert rules.compare(fact("b", "I am 29, a year older than my brother"),
+                         [fact("a", "Is 29", key="age", days_ago=30)]) == []
+    assert rules.compare(fact("b", "turned 32 last week"), [fact("a", "Is 29 or 30", key="age", days_ago=30)]) == []

@@ -57,6 +57,7 @@ DEFAULT_SEMANTIC_THRESHOLD = 0.6
 _NAME_PARTS = re.compile(r"[\W_]+")
 _MAX_KEY_VALUE_WORDS = 4
 _VALUE_TEXT = re.compile(r"[\w][\w .,&'@+/-]*")    # what a key-value memory's value looks like
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")
 # Slot modes whose older reading may be outdated whatever its kind; in the others only an
 # assertion can be (an ending, "handed in my notice", holds no value a newer fact replaces).
 _ANY_KIND_OUTDATED = ("polar", "number")
@@ -319,6 +320,11 @@ class Detector:
             return None             # a sentence (or markup) under a key is read as text
         if any(rx.search(value) for rx in sd.reject):
             return None
+        if sd.value == "number":        # "Is 29", "about 70 kg": the one number it holds
+            numbers = _NUMBER.findall(value)
+            if len(numbers) != 1:
+                return None
+            value = f"{float(numbers[0]):g}"
         return Slot(name=sd.name, category=sd.category, mode=sd.mode, key="", value=value,
                     raw=r.text.strip(" ."), evidence=r.text)
 
