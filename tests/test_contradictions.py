@@ -22,9 +22,7 @@ def fact(ref, text, key=None, days_ago=0.0, subject="u1", category="general"):
 
 # Pairs the shipped detector gets wrong (labelled as a careful reader would; strict: the day a
 # refit gets one right this fails, and the pair leaves this set).
-KNOWN_MISSES = {
-    ("Works night shifts at the hospital", "I switched to day shifts."),
-}
+KNOWN_MISSES: set[tuple[str, str]] = set()
 
 
 def _paraphrase_params():
@@ -241,6 +239,7 @@ def test_levels_settings_and_collections_said_any_way(old, new):
     ("Wants replies in English", "can you reply in English? the last one came out in Dutch"),
     ("Grade 4 violin", "got my grade 4 violin certificate framed"),       # the same level
     ("Hates olives", "are you into olives??"),
+    ("Works day shifts at the depot", "covering a night shift for a friend this week"),  # one shift
 ])
 def test_levels_and_settings_leave_other_things_alone(old, new):
     assert Detector(learned=False).compare(fact("b", new), [fact("a", old, days_ago=400)]) == [], new
