@@ -260,6 +260,8 @@ def test_levels_and_settings_leave_other_things_alone(old, new):
     ("Partner is Jonas", "Jonas moved out in the spring"),
     ("Has a dog named Biscuit", "we had to put Biscuit down last week"),
     ("Allergic to peanuts", "turns out I've outgrown the peanut allergy"),
+    ("Has two sons", "our second baby arrived on Friday, a girl this time!"),
+    ("Has a daughter", "2nd baby boy arrived at dawn, mum and son are fine"),
     ("Works part-time as a librarian", "I retired in June, the library threw me a party"),
     ("Graduate student at McGill", "started a postdoc at Caltech in September"),
 ])
@@ -275,6 +277,8 @@ def test_counts_routines_devices_and_endings_said_any_way(old, new):
     ("Swims on Tuesday evenings", "I do yoga on Thursday evenings"),          # another activity
     ("Partner is Jonas", "Lukas moved out, so the spare room is free at last"),  # not him
     ("Uses a Pixel 6", "my Pixel 6 battery is dying"),                        # the same phone
+    ("Has two sons", "our son arrived home from college for the summer"),    # no birth
+    ("Lives in Bristol", "has a daughter who lives in Leeds"),                # a relative clause
     ("Runs every morning", "I used to hate running, now I get grumpy if I skip it"),  # an aversion ended
 ])
 def test_counts_routines_devices_and_endings_leave_other_things_alone(old, new):
@@ -323,3 +327,19 @@ def test_a_keyed_number_is_read_from_a_short_value():
     assert rules.compare(fact("b", "I am 29, a year older than my brother"),
                          [fact("a", "Is 29", key="age", days_ago=30)]) == []
     assert rules.compare(fact("b", "turned 32 last week"), [fact("a", "Is 29 or 30", key="age", days_ago=30)]) == []
+
+
+def test_facts_about_different_slots_are_not_weighed_by_the_pair_model(detector):
+    """Each text asserts a slot of its own (a move, an e-mail) and the newer ends nothing: the
+    rules read two different things, and the pair model is not asked (it once guessed 0.49
+    on this pair from the CrewAI fixture store)."""
+    old = fact("a", "Remember for future tasks: Priya's personal email is priya.raman@example.com.", days_ago=400)
+    new = fact("b", "Remember for future tasks: Priya moved to Surabaya last month.")
+    assert detector.compare(new, [old]) == []
+    nr, orr = detector.read(new), detector.read(old)
+    assert detector._pair(new, nr, old, orr).elsewhere
+    # a newer text that ends something is still weighed
+    ended = fact("c", "we got engaged in May, and the Outback finally died on the highway, RIP old friend")
+    er = detector.read(ended)
+    assert {s.name for s in er.slots} & {"relationship_status"}         # it asserts a slot of its own
+    assert not detector._pair(ended, er, old, orr).elsewhere

@@ -102,9 +102,12 @@ def test_semantic_layer_extends_cues_beyond_shared_words(embedder):
     # similar but without a transition cue, or the cue is about someone else: nothing
     for text in ("Church was lovely this morning.", "My neighbour left the church last year."):
         assert d.compare(FactView("n2", "u", None, text, "belief", 10.0), [old]) == []
-    # a strict threshold turns the semantic layer off for this weakly similar pair
-    strict = Detector(embedder=embedder, semantic_threshold=0.9)
+    # a strict threshold turns the semantic cue layer off for this weakly similar pair (the
+    # embeddings-mode pair model, fitted since stop 35 with the pair corpus, flags it on its own)
+    strict = Detector(embedder=embedder, semantic_threshold=0.9, learned=False)
     assert strict.compare(left, [old]) == []
+    [c] = Detector(embedder=embedder, semantic_threshold=0.9).compare(left, [old])
+    assert "learned pair model" in c.evidence
 
 
 def test_sync_keeps_vectors_in_the_overlay_and_reembeds_after_a_model_change(tmp_path, embedder):

@@ -365,8 +365,9 @@ def own_examples(learned: Learned, embedder=None, shifts: bool = False, exclude:
 
 def not_weighed(feats: dict) -> bool:
     """A pair the detector never lets the pair model weigh (Detector.compare): the rules read
-    a restatement, or an ending of another value of the older fact's slot."""
-    return bool(feats.get("r_confirmed") or feats.get("r_ends_other"))
+    a restatement, an ending of another value of the older fact's slot, or two facts about
+    different slots."""
+    return bool(feats.get("r_confirmed") or feats.get("r_ends_other") or feats.get("r_elsewhere"))
 
 
 def _fit(feats: list[dict], y: list[int], C: float, weights: list[float] | None = None):

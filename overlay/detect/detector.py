@@ -108,6 +108,9 @@ class _Verdict:
     # the newer fact ends another value of a slot the older one holds ("handed in my notice
     # at Google" after "employer: Shopify"): the rules read that it leaves this one as it is
     ends_other: bool = False
+    # each fact says something of its own slot ("moved to Surabaya" / "email is ..."), and the
+    # newer one ends nothing: the rules read two different things, not a change
+    elsewhere: bool = False
 
 
 class Detector:
@@ -162,7 +165,8 @@ class Detector:
         sims = self._sims(newer, [o for o, _ in pairs])
         for (old, v), sim in zip(pairs, sims):
             best = _best(v.conflicts)
-            if best is None and not v.confirmed and not v.ends_other and self.learned is not None:
+            if (best is None and not v.confirmed and not v.ends_other and not v.elsewhere
+                    and self.learned is not None):
                 best = self._learned(newer, old, v, sim)
             if best is not None:
                 out.append(best)
@@ -404,7 +408,23 @@ class Detector:
         self._cues(new, nr, old, orr, v)
         if not v.conflicts:
             v.ends_other = self._ends_another_value(nr, orr)
+            v.elsewhere = not v.ends_other and self._about_other_slots(new, nr, orr)
         return v
+
+    def _about_other_slots(self, new: FactView, nr: Reading, orr: Reading) -> bool:
+        """Whether both readings hold slots, none of them shared, and whatever the newer text
+        ends the rules have read as ending something of its own: "Priya moved to Surabaya"
+        says nothing of "Priya's email is ...", nor does "my new email is ...; the old address
+        was closed" of "works at Google", whatever a pair model would guess. An ending the
+        rules do not account for ("the Outback finally died") is left to the pair model. (A
+        course "progress" reading is too loose to say what a text is about.)"""
+        mine = {s.name for s in nr.slots if s.name != "progress"}
+        theirs = {s.name for s in orr.slots if s.kind == "assert" and s.name != "progress"}
+        if not mine or not theirs or mine & theirs:
+            return False
+        if nr.cues or any(s.kind == "end" for s in nr.slots if s.name != "progress"):
+            return True                 # its endings are read, and are not of the older slots
+        return self.learned is None or "ending" not in self.learned.info(self._capped(new.text)).cues
 
     def _ends_another_value(self, nr: Reading, orr: Reading) -> bool:
         """Whether the newer reading ends a value of a slot that the older reading holds
@@ -627,6 +647,8 @@ class Detector:
                                       wide=self._looks_wide(new), linked=sim is None and self.linked(new, old))
         if v.ends_other:            # never scored (compare); marked for training (train_detector)
             feats["r_ends_other"] = 1.0
+        if v.elsewhere:             # the same
+            feats["r_elsewhere"] = 1.0
         if sim is not None and sim[3] is not None:
             new_parts, old_text, old_vec = sim[3]
             old_info = self.learned.info(self.learned.old_text(old_text, self._own_key(old)))
