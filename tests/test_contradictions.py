@@ -343,3 +343,19 @@ def test_facts_about_different_slots_are_not_weighed_by_the_pair_model(detector)
     er = detector.read(ended)
     assert {s.name for s in er.slots} & {"relationship_status"}         # it asserts a slot of its own
     assert not detector._pair(ended, er, old, orr).elsewhere
+
+
+@pytest.mark.parametrize("old,new", [
+    ("Commutes on the TransJakarta bus", "udah gak naik TransJakarta lagi sejak pindah kantor"),
+    ("Smokes Gauloises", "je ne fume plus de Gauloises depuis janvier"),
+    ("Drinks Coca-Cola every day", "não bebo mais Coca-Cola, só água"),
+    ("Plays padel at a club in Rome", "non gioco più a padel, troppo caro"),
+    ("Eats at McDonald's often", "ik eet niet meer bij McDonald's"),
+    ("Runs with the Parkrun group", "dejé de ir al Parkrun en verano"),
+])
+def test_no_longer_said_in_other_languages(old, new):
+    """French, Portuguese, Italian, Indonesian, Dutch and Spanish ways of saying "no longer"
+    or "stopped", linked to the older fact by a name both share."""
+    [c] = Detector(learned=False).compare(fact("b", new), [fact("a", old, days_ago=400)])
+    assert c.kind == "cue", c
+
