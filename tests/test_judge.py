@@ -88,7 +88,9 @@ class _SameTopic:
 
 def test_detector_asks_the_judge_for_undecided_candidates(server):
     j = Judge(server, timeout=5)
-    d = Detector(embedder=_SameTopic(), judge=j)
+    # without the pair model, which since stop 35's refit reads "Stripe hired me" as a new
+    # employer on its own: the pairs it leaves undecided are the judge's
+    d = Detector(embedder=_SameTopic(), judge=j, learned=False)
     old = FactView("o", "u", None, "Employed in fintech", "employment", 0.0)
     [c] = d.compare(FactView("n", "u", None, "Stripe hired me last month", "employment", 10.0), [old])
     assert (c.older, c.kind, c.confidence, c.evidence) == ("o", "judge", 0.9, "judge: new employer")
