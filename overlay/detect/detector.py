@@ -108,8 +108,8 @@ class _Verdict:
     # the newer fact ends another value of a slot the older one holds ("handed in my notice
     # at Google" after "employer: Shopify"): the rules read that it leaves this one as it is
     ends_other: bool = False
-    # each fact says something of its own slot ("moved to Surabaya" / "email is ..."), and the
-    # newer one ends nothing: the rules read two different things, not a change
+    # each fact holds slots of its own ("moved to Surabaya" / "email is ...") and whatever the
+    # newer one ends is one of its own: the rules read two different things, not a change
     elsewhere: bool = False
 
 
@@ -417,12 +417,12 @@ class Detector:
         says nothing of "Priya's email is ...", nor does "my new email is ...; the old address
         was closed" of "works at Google", whatever a pair model would guess. An ending the
         rules do not account for ("the Outback finally died") is left to the pair model. (A
-        course "progress" reading is too loose to say what a text is about.)"""
-        mine = {s.name for s in nr.slots if s.name != "progress"}
-        theirs = {s.name for s in orr.slots if s.kind == "assert" and s.name != "progress"}
+        progress-mode reading, "is {NEW}", is too loose to say what a text is about.)"""
+        mine = {s.name for s in nr.slots if s.mode != "progress"}
+        theirs = {s.name for s in orr.slots if s.kind == "assert" and s.mode != "progress"}
         if not mine or not theirs or mine & theirs:
             return False
-        if nr.cues or any(s.kind == "end" for s in nr.slots if s.name != "progress"):
+        if nr.cues or any(s.kind == "end" for s in nr.slots if s.mode != "progress"):
             return True                 # its endings are read, and are not of the older slots
         return self.learned is None or "ending" not in self.learned.info(self._capped(new.text)).cues
 
