@@ -240,6 +240,10 @@ def test_levels_settings_and_collections_said_any_way(old, new):
     ("Grade 4 violin", "got my grade 4 violin certificate framed"),       # the same level
     ("Hates olives", "are you into olives??"),
     ("Works day shifts at the depot", "covering a night shift for a friend this week"),  # one shift
+    ("Prefers aisle seats", "booked a window seat for my mum, she likes the view"),     # for someone else
+    ("Codes mostly in Python", "the new intern writes mostly Java"),                     # someone else's code
+    ("Judo brown belt", "watched the black belt grading at my club tonight"),           # not the user's belt
+    ("Grade 5 piano", "teaching grade 2 piano students now"),                            # pupils' grade
 ])
 def test_levels_and_settings_leave_other_things_alone(old, new):
     assert Detector(learned=False).compare(fact("b", new), [fact("a", old, days_ago=400)]) == [], new
@@ -299,6 +303,7 @@ def test_counts_routines_devices_and_endings_leave_other_things_alone(old, new):
     ("Pregnant with her second child", "our daughter was born on Monday, 3.2 kg of perfection"),
     ("On the payments team at Shopify", "I transferred to the search team last month"),
     ("Codes mostly in Python", "switched to Go at the new job, loving the compiler"),
+    ("Codes mostly in Python", "I mostly write Go these days"),
     ("Usual coffee: a cappuccino", "I've switched to oat lattes, dairy hates me"),
     ("Step goal: 8000 a day", "raised my step goal to 12000 since the new dog"),
 ])
