@@ -244,6 +244,11 @@ def test_levels_settings_and_collections_said_any_way(old, new):
     ("Codes mostly in Python", "the new intern writes mostly Java"),                     # someone else's code
     ("Judo brown belt", "watched the black belt grading at my club tonight"),           # not the user's belt
     ("Grade 5 piano", "teaching grade 2 piano students now"),                            # pupils' grade
+    ("Has lived in 2 countries", "I have 3 countries left on my bucket list"),            # still to do
+    ("Usual coffee: a cappuccino", "having a latte with Sam, she's back from Peru"),     # one cup
+    ("On the payments team at Shopify", "I'm on the planning team for the wedding"),     # not work
+    ("Pregnant, due in August", "our cat's kittens were born last night, five of them!"),
+    ("Wants replies in English", "reply in French to my landlord please, draft below"),  # for someone else
 ])
 def test_levels_and_settings_leave_other_things_alone(old, new):
     assert Detector(learned=False).compare(fact("b", new), [fact("a", old, days_ago=400)]) == [], new
