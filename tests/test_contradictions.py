@@ -249,6 +249,10 @@ def test_levels_settings_and_collections_said_any_way(old, new):
     ("On the payments team at Shopify", "I'm on the planning team for the wedding"),     # not work
     ("Pregnant, due in August", "our cat's kittens were born last night, five of them!"),
     ("Wants replies in English", "reply in French to my landlord please, draft below"),  # for someone else
+    ("Works day shifts", "I'm on nights this week, send coffee"),                        # one week
+    ("Drives to work", "I cycle to work on Fridays when it's dry"),                      # some days
+    ("Drives to work", "I sometimes cycle to work"),
+    ("Uses a Pixel 6", "using an iPhone for now, my Pixel is in repair"),                # a stand-in
 ])
 def test_levels_and_settings_leave_other_things_alone(old, new):
     assert Detector(learned=False).compare(fact("b", new), [fact("a", old, days_ago=400)]) == [], new
