@@ -293,3 +293,21 @@ def test_a_rescore_of_one_source_leaves_the_others_facts(tmp_path):
         live = store.conn.execute("SELECT count(*) FROM facts WHERE source_id = ?", (bot,)).fetchone()[0]
     assert n == by_source[bot] == live and len(by_source) == 2
     assert sum(by_source.values()) == by_source[bot]
+
+
+@pytest.mark.parametrize("times", [("a",), ("a", "b"), ("a", "b", "c")])
+def test_age_sql_takes_the_latest_time_that_is_set(times):
+    """age_sql per row, one time or several (one time must not become SQLite's aggregate
+    max(), which would fold the rows into one)."""
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, a REAL, b REAL, c REAL, o REAL)")
+    rows = [(1, 0.0, 86400.0, None, 0.0), (2, None, None, None, 3 * 86400.0), (3, 2 * 86400.0, None, 86400.0, 0.0)]
+    conn.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?)", rows)
+    as_of = 10 * 86400.0
+    got = conn.execute(f"SELECT id, {plain_rescore.age_sql(times, 'o')} FROM t ORDER BY id", (as_of,)).fetchall()
+
+    def expected(row):
+        stamps = [row[1 + "abc".index(name)] for name in times]
+        set_ = [s for s in stamps if s is not None]
+        return max(0.0, (as_of - (max(set_) if set_ else row[4])) / 86400.0)
+    assert got == [(row[0], expected(row)) for row in rows]

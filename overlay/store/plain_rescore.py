@@ -177,12 +177,17 @@ class PlainRescoreRepo(RepoBase):
 
 
 def age_sql(times: tuple[str, ...], otherwise: str) -> str:
-    """A fact's age in days at the as-of (the expression's one parameter) as plain_scorer
-    takes it: since the latest of `times` that is not NULL, else since `otherwise`; at least
-    0.0. (Each COALESCE below is one of the times when any is not NULL: SQL's max() of a
-    NULL is NULL.)"""
-    latest = ", ".join(f"COALESCE({', '.join(times[i:] + times[:i])})" for i in range(len(times)))
-    return f"max(0.0, (? - COALESCE(max({latest}), {otherwise})) / {_DAY})"
+    """A fact's age in days at the as-of (the expression's first `?`) as plain_scorer takes
+    it: since the latest of `times` that is not NULL, else since `otherwise` (a column or
+    another `?`); at least 0.0. (Each COALESCE below is one of the times when any is not
+    NULL: SQL's max() of a NULL is NULL. One time needs no max(): max() of one argument is
+    SQLite's aggregate.)"""
+    if len(times) == 1:
+        latest = times[0]
+    else:
+        latest = "max(" + ", ".join(f"COALESCE({', '.join(times[i:] + times[:i])})"
+                                    for i in range(len(times))) + ")"
+    return f"max(0.0, (? - COALESCE({latest}, {otherwise})) / {_DAY})"
 
 
 def _max_age(c) -> float:
