@@ -202,7 +202,14 @@ def test_min_confidence_filters(detector):
     assert d.compare(fact("b", "Moved to Milan."), [old]) == []
 
 
+@pytest.fixture(scope="module")
+def rules():
+    return Detector(learned=False)
+
+
+# Slots added at stop 35, each with phrasings written for the project (none uses a case's words).
 @pytest.mark.parametrize("old,new", [
+    # levels, settings, credentials, courses given up or passed, tastes acquired
     ("Grade 4 violin", "got my grade 7 violin results, distinction!"),
     ("Karate: green belt", "tested for my brown belt yesterday and passed"),
     ("Italian: B1", "passed the CILS C1 exam last month, so proud"),
@@ -220,16 +227,54 @@ def test_min_confidence_filters(detector):
     ("Studying for the CFA Level 2 exam", "CFA Level 2: passed! on to level 3"),
     ("Hates olives", "I've started liking olives?! my mother-in-law's tapenade did it"),
     ("Does not have a driving licence", "passed my driving test this morning!"),
+    # counts, routines, commute, phone, partners and pets that are gone, births, retirement
+    ("Has lived in 2 countries", "Oslo makes three countries I've lived in"),
+    ("Has 12 houseplants", "the plant count is now at 20, send help"),
+    ("Manages a team of 6 engineers", "we grew, I have 9 engineers now"),
+    ("Has two grandchildren", "say hello to grandbaby number three, born Tuesday"),
+    ("Owns three cars", "we're down to one car since the move"),
+    ("Has run 2 marathons", "finished my 3rd marathon in Berlin"),
+    ("Drives to work every day", "I cycle to work now, 20 minutes along the canal"),
+    ("Takes the bus to work", "walking to work these days, the new flat is close"),
+    ("Uses a Pixel 6", "switched to an iPhone 15 after my Pixel died"),
+    ("Swims on Tuesday evenings", "swimming is on Thursday evenings now, the pool changed its schedule"),
+    ("Girlfriend is Mia", "Mia and I broke up last month"),
+    ("Partner is Jonas", "Jonas moved out in the spring"),
+    ("Has a dog named Biscuit", "we had to put Biscuit down last week"),
+    ("Allergic to peanuts", "turns out I've outgrown the peanut allergy"),
+    ("Has two sons", "our second baby arrived on Friday, a girl this time!"),
+    ("Has a daughter", "2nd baby boy arrived at dawn, mum and son are fine"),
+    ("Works part-time as a librarian", "I retired in June, the library threw me a party"),
+    ("Graduate student at McGill", "started a postdoc at Caltech in September"),
+    # handles and sites replaced, tastes, states that end, citizenship, team, code, coffee, goals
+    ("Girlfriend: Ana", "Ana and I called it quits over the summer"),
+    ("Instagram: @lenabakes", "changed my handle to @lena.bakes.bread, the old one got hacked"),
+    ("Blog: tomwrites.wordpress.com", "my blog's moved to tomwrites.dev, finally my own domain"),
+    ("Listens mostly to K-pop", "honestly I'm sick of K-pop, it's all lo-fi now"),
+    ("Odeia coentro", "hoje adoro coentro, quem diria"),
+    ("Is on dating apps, looking for a partner", "Leo and I are officially exclusive!"),
+    ("Has been an atheist all his life", "got baptised last Sunday, my mum cried"),
+    ("Broke her wrist, arm in a cast", "cast came off today, the arm looks tiny"),
+    ("Waiting on the results of an MRI", "the MRI came back clear, huge relief"),
+    ("Permanent resident, not a Canadian citizen yet", "took the oath this morning, I'm officially a Canadian citizen"),
+    ("Pregnant with her second child", "our daughter was born on Monday, 3.2 kg of perfection"),
+    ("On the payments team at Shopify", "I transferred to the search team last month"),
+    ("Codes mostly in Python", "switched to Go at the new job, loving the compiler"),
+    ("Codes mostly in Python", "I mostly write Go these days"),
+    ("Usual coffee: a cappuccino", "I've switched to oat lattes, dairy hates me"),
+    ("Step goal: 8000 a day", "raised my step goal to 12000 since the new dog"),
 ])
-def test_levels_settings_and_collections_said_any_way(old, new):
+def test_levels_settings_counts_and_endings_said_any_way(rules, old, new):
     """A graded level (exam grade, belt, CEFR level, highest degree), a setting the assistant
     follows (seat, units, answer length, reply language, early or late, gearbox), a count of
-    credentials and a course given up or passed, read by the rules alone."""
-    [c] = Detector(learned=False).compare(fact("b", new), [fact("a", old, days_ago=400)])
+    things collected or managed, a routine's day, a course given up or passed, a handle or site
+    replaced and a state that ends, read by the rules alone."""
+    [c] = rules.compare(fact("b", new), [fact("a", old, days_ago=400)])
     assert c.older == "a", c
 
 
 @pytest.mark.parametrize("old,new", [
+    # levels and settings
     ("Grade 4 violin", "passed grade 6 piano this spring"),             # another instrument
     ("Judo brown belt", "got my Six Sigma green belt at work"),          # not a martial-arts belt
     ("Judo brown belt", "my daughter got her yellow belt today"),        # someone else's
@@ -253,37 +298,7 @@ def test_levels_settings_and_collections_said_any_way(old, new):
     ("Drives to work", "I cycle to work on Fridays when it's dry"),                      # some days
     ("Drives to work", "I sometimes cycle to work"),
     ("Uses a Pixel 6", "using an iPhone for now, my Pixel is in repair"),                # a stand-in
-])
-def test_levels_and_settings_leave_other_things_alone(old, new):
-    assert Detector(learned=False).compare(fact("b", new), [fact("a", old, days_ago=400)]) == [], new
-
-
-@pytest.mark.parametrize("old,new", [
-    ("Has lived in 2 countries", "Oslo makes three countries I've lived in"),
-    ("Has 12 houseplants", "the plant count is now at 20, send help"),
-    ("Manages a team of 6 engineers", "we grew, I have 9 engineers now"),
-    ("Has two grandchildren", "say hello to grandbaby number three, born Tuesday"),
-    ("Owns three cars", "we're down to one car since the move"),
-    ("Has run 2 marathons", "finished my 3rd marathon in Berlin"),
-    ("Drives to work every day", "I cycle to work now, 20 minutes along the canal"),
-    ("Takes the bus to work", "walking to work these days, the new flat is close"),
-    ("Uses a Pixel 6", "switched to an iPhone 15 after my Pixel died"),
-    ("Swims on Tuesday evenings", "swimming is on Thursday evenings now, the pool changed its schedule"),
-    ("Girlfriend is Mia", "Mia and I broke up last month"),
-    ("Partner is Jonas", "Jonas moved out in the spring"),
-    ("Has a dog named Biscuit", "we had to put Biscuit down last week"),
-    ("Allergic to peanuts", "turns out I've outgrown the peanut allergy"),
-    ("Has two sons", "our second baby arrived on Friday, a girl this time!"),
-    ("Has a daughter", "2nd baby boy arrived at dawn, mum and son are fine"),
-    ("Works part-time as a librarian", "I retired in June, the library threw me a party"),
-    ("Graduate student at McGill", "started a postdoc at Caltech in September"),
-])
-def test_counts_routines_devices_and_endings_said_any_way(old, new):
-    [c] = Detector(learned=False).compare(fact("b", new), [fact("a", old, days_ago=400)])
-    assert c.older == "a", c
-
-
-@pytest.mark.parametrize("old,new", [
+    # counts, routines, devices, endings
     ("Has two grandchildren", "grandbaby number three is due in May!"),       # not yet
     ("Has lived in 2 countries", "I have visited 30 countries so far"),      # visited, not lived
     ("Drives to work every day", "my sister cycles to work"),                 # someone else
@@ -293,43 +308,17 @@ def test_counts_routines_devices_and_endings_said_any_way(old, new):
     ("Has two sons", "our son arrived home from college for the summer"),    # no birth
     ("Lives in Bristol", "has a daughter who lives in Leeds"),                # a relative clause
     ("Runs every morning", "I used to hate running, now I get grumpy if I skip it"),  # an aversion ended
+    # handles, tastes, states
+    ("Instagram: @lenabakes", "follow my friend @tomcooks, he's great"),   # no replacement
+    ("Usual coffee: a cappuccino", "had a latte today for a change"),
+    ("On the payments team at Shopify", "I played on the football team in college"),
+    ("Pregnant with her second child", "my sister's baby was born on Monday"),
+    ("Codes mostly in Python", "switched to Go for one side project"),
 ])
-def test_counts_routines_devices_and_endings_leave_other_things_alone(old, new):
-    assert Detector(learned=False).compare(fact("b", new), [fact("a", old, days_ago=400)]) == [], new
-
-
-@pytest.mark.parametrize("old,new", [
-    ("Girlfriend: Ana", "Ana and I called it quits over the summer"),
-    ("Instagram: @lenabakes", "changed my handle to @lena.bakes.bread, the old one got hacked"),
-    ("Blog: tomwrites.wordpress.com", "my blog's moved to tomwrites.dev, finally my own domain"),
-    ("Listens mostly to K-pop", "honestly I'm sick of K-pop, it's all lo-fi now"),
-    ("Odeia coentro", "hoje adoro coentro, quem diria"),
-    ("Is on dating apps, looking for a partner", "Leo and I are officially exclusive!"),
-    ("Has been an atheist all his life", "got baptised last Sunday, my mum cried"),
-    ("Broke her wrist, arm in a cast", "cast came off today, the arm looks tiny"),
-    ("Waiting on the results of an MRI", "the MRI came back clear, huge relief"),
-    ("Permanent resident, not a Canadian citizen yet", "took the oath this morning, I'm officially a Canadian citizen"),
-    ("Pregnant with her second child", "our daughter was born on Monday, 3.2 kg of perfection"),
-    ("On the payments team at Shopify", "I transferred to the search team last month"),
-    ("Codes mostly in Python", "switched to Go at the new job, loving the compiler"),
-    ("Codes mostly in Python", "I mostly write Go these days"),
-    ("Usual coffee: a cappuccino", "I've switched to oat lattes, dairy hates me"),
-    ("Step goal: 8000 a day", "raised my step goal to 12000 since the new dog"),
-])
-def test_handles_sites_tastes_and_states_that_end(old, new):
-    [c] = Detector(learned=False).compare(fact("b", new), [fact("a", old, days_ago=400)])
-    assert c.older == "a", c
-
-
-@pytest.mark.parametrize("old,new,key", [
-    ("Instagram: @lenabakes", "follow my friend @tomcooks, he's great", None),   # no replacement
-    ("Usual coffee: a cappuccino", "had a latte today for a change", None),
-    ("On the payments team at Shopify", "I played on the football team in college", None),
-    ("Pregnant with her second child", "my sister's baby was born on Monday", None),
-    ("Codes mostly in Python", "switched to Go for one side project", None),
-])
-def test_handles_sites_tastes_and_states_leave_other_things_alone(old, new, key):
-    assert Detector(learned=False).compare(fact("b", new), [fact("a", old, key=key, days_ago=400)]) == [], new
+def test_levels_settings_counts_and_endings_leave_other_things_alone(rules, old, new):
+    """Someone else's level or choice, a one-off, a plan, another instrument, language or
+    activity, the same value again: nothing outdated."""
+    assert rules.compare(fact("b", new), [fact("a", old, days_ago=400)]) == [], new
 
 
 def test_a_keyed_number_is_read_from_a_short_value():
