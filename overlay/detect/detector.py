@@ -57,7 +57,7 @@ DEFAULT_SEMANTIC_THRESHOLD = 0.6
 _NAME_PARTS = re.compile(r"[\W_]+")
 _MAX_KEY_VALUE_WORDS = 4
 _VALUE_TEXT = re.compile(r"[\w][\w .,&'@+/-]*")    # what a key-value memory's value looks like
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\d.])")     # "92kg", "Is 29"
 # Slot modes whose older reading may be outdated whatever its kind; in the others only an
 # assertion can be (an ending, "handed in my notice", holds no value a newer fact replaces).
 _ANY_KIND_OUTDATED = ("polar", "number")

@@ -101,6 +101,11 @@ class _Clause:
         return self._held[1]
 
     @property
+    def lower_case(self) -> bool:
+        """Written without capitals (casual chat): names may be lower case too."""
+        return self.text == self.text.lower()
+
+    @property
     def temporary(self) -> bool:
         if self._temporary is None:
             self._temporary = self._guards.temporary(self.text, self.mask)
@@ -349,7 +354,15 @@ def _clean(raw: str | None) -> str | None:
     return v or None
 
 
-def _valid(sd: SlotDef, raw: str, pack: Pack) -> bool:
+# a name written in lower case: letters only ("bristol", "st brendan's"; not "noorahmed.design")
+_LOWER_NAME = re.compile(r"[^\W\d_]+(?:[ '-][^\W\d_]+)*")
+
+
+def _valid(sd: SlotDef, raw: str, pack: Pack, lower_case: bool = False) -> bool:
+    """Whether `raw` is a value of slot `sd`. A name must start with a capital letter or a
+    digit, unless the text it came from is written all in lower case (`lower_case`: casual
+    chat, "the new place in bristol"); then it must not be a word the pack knows as a
+    common one (a stop word, a generic word)."""
     v = norm_value(raw)
     if sd.value == "number":
         return to_number(raw) is not None
@@ -362,7 +375,10 @@ def _valid(sd: SlotDef, raw: str, pack: Pack) -> bool:
         while first.lower() in _DETERMINERS and len(raw.split()) > 1:
             raw = raw.split(None, 1)[1]
             first = raw.split()[0]
-        return first[:1].isupper() or first[:1].isdigit()
+        if first[:1].isupper() or first[:1].isdigit():
+            return True
+        return (lower_case and _LOWER_NAME.fullmatch(v) is not None and not any(
+            w in pack.stopwords or w in pack.generic_words for w in v.split()))
     if sd.value == "phone":
         d = digits(raw)
         return 7 <= len(d) <= 15 and not re.fullmatch(r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}", raw.strip())
@@ -584,12 +600,12 @@ class Extractor:
                 if not usable or neg or _overlaps(taken, m):
                     continue
                 raw = _clean(m.groupdict().get("v"))
-                if raw is not None and not _valid(sd, raw, self.pack):
+                if raw is not None and not _valid(sd, raw, self.pack, info.lower_case):
                     raw = None
                     if sd.mode != "progress" and "v" in m.groupdict() and m.group("v"):
                         continue
                 new = _clean(m.groupdict().get("n"))
-                if new is not None and not _valid(sd, new, self.pack):
+                if new is not None and not _valid(sd, new, self.pack, info.lower_case):
                     new = None
                     if sd.mode == "progress":
                         continue
@@ -630,7 +646,7 @@ class Extractor:
                 raw = _clean(gd.get("v"))
                 if sd.mode == "count" and polarity == -1:
                     raw = "0"
-                if raw is None or not _valid(sd, raw, self.pack):
+                if raw is None or not _valid(sd, raw, self.pack, info.lower_case):
                     continue
                 pol = -polarity if neg else polarity
                 taken.append((m.start(), m.end()))
