@@ -362,3 +362,63 @@ def test_no_longer_said_in_other_languages(old, new):
     [c] = Detector(learned=False).compare(fact("b", new), [fact("a", old, days_ago=400)])
     assert c.kind == "cue", c
 
+
+
+# Phrasing classes added at stop 36 after a held-out set written by a separate author (set A)
+# was measured; the pairs are written for the project and use none of that set's words.
+@pytest.mark.parametrize("old,key,new", [
+    # names in texts written all in lower case
+    ("Lives in Glasgow", None, "the new flat in dundee gets so much more light"),
+    ("Works at Deloitte", None, "first week at kpmg done, new badge and everything"),
+    ("Girlfriend is Ines", None, "noor and i went to the coast for our 6 month anniversary"),
+    # a thing named as the user's old one, in five languages
+    ("Drives a Golf", None, "selling my old golf was harder than I thought"),
+    ("Uses a Samsung Galaxy", None, "meine alte galaxy liegt jetzt in der schublade"),
+    # a taste or belief turned, a thing not touched since
+    ("Favourite band: Coldplay", None, "coldplay totally lost me after that last album"),
+    ("Thinks crypto is the future", None, "I was so wrong about crypto, sold everything at a loss"),
+    ("Plays the guitar every evening", None, "haven't touched my guitar in months, the strings are rusty"),
+    ("Hates aubergine", None, "eggplant has grown on me, my flatmate's parmigiana did it"),
+    # ended for good: a card torn up, a pet buried, a switch said as a noun, a break-up abroad
+    ("Has a library card", None, "tore up my library card, the fines were absurd"),
+    ("Has a hamster named Pip", None, "we buried pip in the garden this morning"),
+    ("Teaches at Riverside Primary", None, "the move from riverside to the academy was the best decision"),
+    ("Boyfriend: Mateo", None, "mateo y yo rompimos en verano"),
+    # habits and states ended without the usual word
+    ("Smokes", None, "three weeks without a cigarette now"),
+    ("Drinks wine most nights", None, "two months alcohol free, sleeping like a baby"),
+    ("Expecting twins in spring", None, "the twins are 5 days old and already run the house"),
+    ("Married to Jo", None, "the divorce was finalised on Tuesday"),
+    ("Lives with her parents in Braga", None, "got the keys to my own place today"),
+    ("Can not swim", None, "swam across the lake pool without help this morning"),
+    ("Works at Northvolt", None, "six weeks on the job market since northvolt shut down our whole battery unit"),
+    # keyed memories and other languages
+    ("85kg", "weight", "the scale said 79 this morning"),
+    ("Speaks two languages", None, "with german I'm at three languages"),
+    ("Prefers aisle seats", None, "window every time now, I love the view"),
+    ("Works at SAP", None, "mein erster tag bei siemens war lang"),
+    ("Lives in Lille", None, "enfin installés à bordeaux avec les enfants"),
+])
+def test_casual_changes_said_any_way(rules, old, key, new):
+    """Stop 36's classes: lower-case names, the user's old things, tastes and beliefs that
+    turned, things ended for good, habits ended by a count of days, keyed numbers."""
+    [c] = rules.compare(fact("b", new), [fact("a", old, key=key, days_ago=400)])
+    assert c.older == "a", c
+
+
+@pytest.mark.parametrize("old,new", [
+    ("Lives in Glasgow", "moved to nights at the depot, glasgow traffic is easier at 5am"),   # a shift, not a city
+    ("Lives in Glasgow", "portfolio moved to ana.design, the old site was slow"),            # a site, not a city
+    ("Tom is her best friend", "had lunch with my old friend tom"),                          # an old friend is a friend
+    ("Works at Accenture", "priya just got let go from accenture, awful news"),               # someone else
+    ("Has a Visa card", "tore up the parking ticket, not paying that"),                      # another thing torn up
+    ("Reads mostly thrillers", "haven't touched a cookbook in years"),                       # another kind of book
+    ("Smokes", "three weeks without a holiday, I need a break"),                             # not a habit
+    ("Pregnant, due in June", "the puppies are 3 weeks old and chaos"),                      # the pets' age
+    ("Can not swim", "my son swam a whole length today!"),                                   # someone else
+    ("Lives alone in a studio", "got the keys to my own place, still just me and the cat"),  # still alone
+])
+def test_casual_changes_leave_other_things_alone(rules, old, new):
+    """What those classes must not read: a shift, a site, an old friend, someone else's news,
+    another thing torn up or not touched, a pet's age, someone else's first swim."""
+    assert rules.compare(fact("b", new), [fact("a", old, days_ago=400)]) == [], new

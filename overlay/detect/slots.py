@@ -354,6 +354,16 @@ def _clean(raw: str | None) -> str | None:
     return v or None
 
 
+def _common_cut(raw: str, pack: Pack) -> str | None:
+    """A value read from a text without capitals up to its first common word ("dundee gets so
+    much more light" -> "dundee"): there, nothing says where a name ends."""
+    words = raw.split()
+    for i, w in enumerate(words):
+        if w.lower() in pack.stopwords or w.lower() in pack.generic_words:
+            return " ".join(words[:i]) or None
+    return raw
+
+
 # a name written in lower case: letters only ("bristol", "st brendan's"; not "noorahmed.design")
 _LOWER_NAME = re.compile(r"[^\W\d_]+(?:[ '-][^\W\d_]+)*")
 
@@ -644,6 +654,8 @@ class Extractor:
                     continue
                 gd = m.groupdict()
                 raw = _clean(gd.get("v"))
+                if raw is not None and sd.value == "name" and info.lower_case:
+                    raw = _common_cut(raw, self.pack)
                 if sd.mode == "count" and polarity == -1:
                     raw = "0"
                 if raw is None or not _valid(sd, raw, self.pack, info.lower_case):
