@@ -422,3 +422,32 @@ def test_casual_changes_leave_other_things_alone(rules, old, new):
     """What those classes must not read: a shift, a site, an old friend, someone else's news,
     another thing torn up or not touched, a pet's age, someone else's first swim."""
     assert rules.compare(fact("b", new), [fact("a", old, days_ago=400)]) == [], new
+
+
+@pytest.mark.parametrize("old,new", [
+    ("Planning a road trip to Iceland", "back from iceland, the ring road was unreal"),
+    ("Looking for a studio in Neukölln", "apartment hunt is over, signed for a studio in neukölln"),
+    ("Training for the Berlin half marathon", "the berlin medal is hanging in the hallway"),
+    ("Saving up for a Vespa", "bought the vespa!! red, obviously"),
+    ("Waiting to hear back about the Camden flat", "the camden flat went to someone else"),
+    ("Wants to open a pottery studio", "the pottery studio has been open a month now"),
+    ("Setting up a newsletter for the shop", "the newsletter is live, 200 subscribers already"),
+])
+def test_a_pursuit_is_overtaken_by_its_outcome(rules, old, new):
+    """A plan, a search, training or an application, overtaken by the outcome of the same
+    thing (`pursuit` and `outcome` guards)."""
+    [c] = rules.compare(fact("b", new), [fact("a", old, days_ago=120)])
+    assert c.older == "a" and "overtaken" in c.evidence, c
+
+
+@pytest.mark.parametrize("old,new", [
+    ("Planning a road trip to Iceland", "booked the car for iceland, so excited"),          # a step, not the outcome
+    ("Planning a road trip to Iceland", "will be back from iceland on the 12th"),           # not yet
+    ("Looking for a studio in Neukölln", "still looking for a studio in neukölln, two viewings were awful"),
+    ("Training for the Berlin half marathon", "my sister got her berlin medal today"),      # someone else's
+    ("Learning to drive", "failed my driving test again, rebooked for June"),              # still learning
+    ("Studying for the PMP exam", "passed the cake round at work, the PMP is next month"),  # another thing passed
+    ("Wants to open a pottery studio", "is the pottery studio open on sundays?"),           # a question
+])
+def test_a_pursuit_is_not_overtaken_by_a_step_or_someone_else(rules, old, new):
+    assert rules.compare(fact("b", new), [fact("a", old, days_ago=120)]) == [], new

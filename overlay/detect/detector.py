@@ -63,6 +63,7 @@ _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\d.])")     # "92kg", "Is 29"
 _ANY_KIND_OUTDATED = ("polar", "number")
 DEFAULT_CACHE_SIZE = 16384      # readings kept: a daemon walks a changed subject's block again
 KEY_VALUE_CONFIDENCE = 0.9
+OVERTAKEN_CONFIDENCE = 0.7   # a pursuit overtaken by its outcome (_overtaken)
 _UNSCORED = object()
 _DAY = 86400.0
 
@@ -390,6 +391,8 @@ class Detector:
             for w in c.scope:
                 if not any(_name_form(w, n) for n in names):
                     out.add(("want", "word", w[:5]))
+        # an outcome meets the pursuits its words name (_overtaken)
+        out |= {("want", "word", a[:5]) for a in r.outcome if not any(_name_form(a, n) for n in names)}
         sd = self.pack.slot_for_key(key) if key else None
         if key and (sd is None or sd.mode in ("single", "number", "progress")):
             k = key.strip().lower()         # the key rule (_key_value) holds one value per key
@@ -406,6 +409,8 @@ class Detector:
         if v.conflicts or v.confirmed:
             return v
         self._cues(new, nr, old, orr, v)
+        if not v.conflicts:
+            self._overtaken(new, nr, old, orr, v)
         if not v.conflicts:
             v.ends_other = self._ends_another_value(nr, orr)
             v.elsewhere = not v.ends_other and self._about_other_slots(new, nr, orr)
@@ -591,6 +596,25 @@ class Detector:
                 old, new, "cue", c.confidence,
                 f'"{c.cue}" about "{", ".join(hit[:3])}": "{_short(c.evidence)}"',
                 "UPDATE" if c.new_value else "EXPIRE", self._own_key(old), old.text, c.new_value))
+
+    def _overtaken(self, new, nr: Reading, old, orr: Reading, v: _Verdict) -> None:
+        """A pursuit of the older text (a plan, a search, training, an application) that the
+        newer text reports the outcome of, naming what it was after: "Looking for a flat in
+        Kreuzberg" -> "keys to the kreuzberg place!". Not when the newer text still pursues
+        the same thing ("still looking for a flat in kreuzberg, got two viewings")."""
+        if not (orr.pursuits and nr.outcome):
+            return
+        for scope in orr.pursuits:
+            hit = sorted(a for a in nr.outcome if any(_stem_match(a, w) for w in scope))
+            if not hit:
+                continue
+            if any(_stem_match(w, x) for s in nr.pursuits for w in s for x in scope):
+                return
+            v.conflicts.append(self._make(
+                old, new, "cue", OVERTAKEN_CONFIDENCE,
+                f'overtaken: "{_short(old.text)}" -> "{_short(new.text)}" (about "{", ".join(hit[:3])}")',
+                "EXPIRE", self._own_key(old), old.text, None))
+            return
 
     # ------------------------------------------------------------ learned layer
     def _sims(self, new: FactView, olders: list[FactView]) -> list[tuple | None]:
@@ -840,9 +864,11 @@ def _without_names(r: Reading, names: frozenset[str]) -> Reading:
     anchors = frozenset(a for a in r.anchors if not named(a))
     cues = tuple(c if not any(named(w) for w in c.scope)
                  else replace(c, scope=frozenset(w for w in c.scope if not named(w))) for c in r.cues)
-    if anchors == r.anchors and cues == r.cues:
+    pursuits = tuple(p for p in (frozenset(w for w in s if not named(w)) for s in r.pursuits) if p)
+    outcome = frozenset(a for a in r.outcome if not named(a))
+    if anchors == r.anchors and cues == r.cues and pursuits == r.pursuits and outcome == r.outcome:
         return r
-    return replace(r, anchors=anchors, cues=cues)
+    return replace(r, anchors=anchors, cues=cues, pursuits=pursuits, outcome=outcome)
 
 
 def _name_form(word: str, name: str) -> bool:

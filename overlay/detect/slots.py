@@ -151,6 +151,12 @@ class Reading:
     cues: tuple[CueHit, ...]
     anchors: frozenset[str]
     entity: str | None = None      # the person a text is about when it names one ("Priya ...")
+    # what the text says the user is after (a plan, a search, training, an application): per
+    # pursuit, the anchor forms of the words that follow it ("looking for a flat in kreuzberg")
+    pursuits: tuple[frozenset[str], ...] = ()
+    # the anchor forms of the sentences that report how something turned out ("passed", "is
+    # over"), leaving out their hedged clauses ("passed the cake round, the PMP is next month")
+    outcome: frozenset[str] = frozenset()
 
 
 # ---------------------------------------------------------------- text helpers
@@ -354,6 +360,16 @@ def _clean(raw: str | None) -> str | None:
     return v or None
 
 
+def _salient(word: str, pack: Pack) -> bool:
+    """A word that can name what a pursuit is after: not a stop word, a generic word, a
+    month or weekday, nor too short."""
+    return (len(word) >= 3 and not word.isdigit() and word not in pack.stopwords
+            and word not in pack.generic_words and word not in pack.value_stop and word not in _CALENDAR)
+
+
+_PURSUIT_WORDS = 4      # what a pursuit is after: the first few salient words after it
+
+
 def _common_cut(raw: str, pack: Pack) -> str | None:
     """A value read from a text without capitals up to its first common word ("dundee gets so
     much more light" -> "dundee"): there, nothing says where a name ends."""
@@ -483,7 +499,53 @@ class Extractor:
         masks = self._masks(parts)
         slots = tuple(self.slots(t, parts, masks=masks))
         cues = tuple(self.cues(parts, masks))
-        return Reading(t, slots, cues, self.anchors(t, subject_words), self.entity(t))
+        pursuits, outcome = self.pursuits(parts, masks)
+        return Reading(t, slots, cues, self.anchors(t, subject_words), self.entity(t), pursuits, outcome)
+
+    def pursuits(self, parts: list[tuple[str, str]], masks: list[int] | None = None
+                 ) -> tuple[tuple[frozenset[str], ...], frozenset[str]]:
+        """(pursuits, outcome) of a text's clauses: what the user is after, as the anchor forms
+        of the words after a `pursuit` guard ("training for the chicago marathon"), and the
+        anchor forms of the sentences with a clause reporting an outcome (`outcome` guard: "the
+        medal", "passed", "hunt is over") that is not hedged, negated nor someone else's, but
+        for their hedged clauses. Questions and retracted sentences say neither; nor does a
+        pursuit negated ("not looking for a flat") or someone else's."""
+        g = self.guards
+        masks = self._masks(parts) if masks is None else masks
+        want, done = g.bits["pursuit"], g.bits["outcome"]
+        if not any(m & (want | done) for m in masks):
+            return (), frozenset()
+        silent = g.silent(parts)
+        found: list[frozenset[str]] = []
+        reported: set[str] = set()           # sentences with an outcome
+        for (clause, sentence), mask in zip(parts, masks):
+            if sentence in silent:
+                continue
+            if mask & want:
+                for r in g.g["pursuit"]:
+                    m = r.search(clause)
+                    if m is None:
+                        continue
+                    prefix = clause[:m.start()]
+                    if g.third_party(prefix, mask) or g.negated(prefix, mask):
+                        continue
+                    words = [w for w in _WORD.findall(clause[m.end():])
+                             if _salient(w.lower().removesuffix("'s"), self.pack)][:_PURSUIT_WORDS]
+                    if words:
+                        found.append(frozenset(anchor_forms(words)))
+            if sentence not in reported and mask & done:
+                for r in g.g["outcome"]:
+                    for m in r.finditer(clause):
+                        prefix = clause[:m.start()]
+                        if not (g.hedged(prefix, mask) or g.third_party(prefix, mask) or g.negated(prefix, mask)):
+                            reported.add(sentence)
+                            break
+        if not reported:
+            return tuple(found), frozenset()
+        words = [w for (clause, sentence), mask in zip(parts, masks)
+                 if sentence in reported and not g.hedged(clause, mask) for w in _WORD.findall(clause)
+                 if _salient(w.lower().removesuffix("'s"), self.pack)]
+        return tuple(found), frozenset(anchor_forms(words))
 
     def slots(self, t: str, parts: list[tuple[str, str]] | None = None,
               category: str | None = None, masks: list[int] | None = None) -> list[Slot]:
