@@ -451,3 +451,43 @@ def test_a_pursuit_is_overtaken_by_its_outcome(rules, old, new):
 ])
 def test_a_pursuit_is_not_overtaken_by_a_step_or_someone_else(rules, old, new):
     assert rules.compare(fact("b", new), [fact("a", old, days_ago=120)]) == [], new
+
+
+@pytest.mark.parametrize("old,new", [
+    ("Nadia smokes a pack a week", "two weeks without a single cigarette, the cravings are easing"),
+    ("Pregnant with her first, due in May", "little Omar is ten days old and already hates socks"),
+    ("Has one son", "Baby Ines arrived at dawn, 3.1 kg and furious about it"),
+    ("Lives in Valencia", "por fin estoy instalado en Sevilla, el piso es precioso"),
+    ("Lives with his parents in Leeds", "signed my first lease today, a studio near the station"),
+    ("Can not ski", "skied a whole red run on Saturday without falling once"),
+    ("Dating Theo", "Theo and I decided we're better off as friends"),
+    ("Has always voted Labour", "voted Lib Dem this time, first time ever"),
+    ("Is an atheist", "I've started believing in God again, it surprised me too"),
+    ("Dislikes jazz", "turned into a total jazz person this winter, Coltrane on repeat"),
+    ("Checks his horoscope every morning", "I'm done with horoscopes, deleted the app"),
+    ("Drinks green tea every morning", "the green tea is gathering dust, I'm a coffee person now"),
+    ("Favourite band is Blur", "Pulp have knocked Blur off the top spot for me"),
+    ("Favourite cuisine: Thai", "Ethiopian has overtaken Thai for me this year"),
+    ("Works at Deloitte", "week two at EY and I already miss the old Deloitte canteen"),
+    ("Prefers to be reached on Telegram", "deleted Telegram, text me instead"),
+])
+def test_third_person_memories_meet_casual_turns(rules, old, new):
+    """Stop 36's classes read on set B's kind of memory (a person's fact in the third person)
+    against a chat turn: habits and pregnancies ended, a birth by the baby's name, a first
+    lease, a partner become a friend, a party voted, a faith found, a taste turned, a thing
+    done with, gathering dust, knocked off the top spot or overtaken, the old employer, an app
+    deleted."""
+    [c] = rules.compare(fact("b", new), [fact("a", old, days_ago=300)])
+    assert c.older == "a", c
+
+
+@pytest.mark.parametrize("old,new", [
+    ("Lives in Dublin", "I'm moving to Lisbon on the 3rd of May, flights booked"),     # not yet
+    ("Works at Deloitte", "starting at EY in two weeks, so excited"),                  # not yet
+    ("Is on Telegram", "deleted the Telegram group for the book club"),                 # a group, not the app
+    ("Has one son", "my sister's baby Ines arrived at dawn"),                          # someone else's
+    ("Favourite band is Blur", "Blur are still top of my list"),
+    ("Drinks green tea every morning", "the teapot is gathering dust since the kettle broke"),  # another thing
+])
+def test_third_person_memories_are_left_alone_by_look_alikes(rules, old, new):
+    assert rules.compare(fact("b", new), [fact("a", old, days_ago=300)]) == [], new

@@ -367,7 +367,9 @@ def _salient(word: str, pack: Pack) -> bool:
             and word not in pack.generic_words and word not in pack.value_stop and word not in _CALENDAR)
 
 
-_PURSUIT_WORDS = 4      # what a pursuit is after: the first few salient words after it
+_PROGRESSIVE = re.compile(r"\b(?:moving|relocating|starting|joining|leaving|quitting|switching|transferring)\b", re.I)
+_PURSUIT_WORDS = 4
+_CONJUNCTION = re.compile(r"\b(?:and|but|while|because|so|though|although)\b", re.I)      # what a pursuit is after: the first few salient words after it
 
 
 def _common_cut(raw: str, pack: Pack) -> str | None:
@@ -529,7 +531,8 @@ class Extractor:
                     prefix = clause[:m.start()]
                     if g.third_party(prefix, mask) or g.negated(prefix, mask):
                         continue
-                    words = [w for w in _WORD.findall(clause[m.end():])
+                    after = _CONJUNCTION.split(clause[m.end():], 1)[0]     # "... and has been sending"
+                    words = [w for w in _WORD.findall(after)
                              if _salient(w.lower().removesuffix("'s"), self.pack)][:_PURSUIT_WORDS]
                     if words:
                         found.append(frozenset(anchor_forms(words)))
@@ -669,7 +672,7 @@ class Extractor:
                 continue
             for m in r.finditer(clause):
                 usable, neg = self._usable(sd, info, m, allow_past=True)
-                if not usable or neg or _overlaps(taken, m):
+                if not usable or neg or _overlaps(taken, m) or self._scheduled(info, m):
                     continue
                 raw = _clean(m.groupdict().get("v"))
                 if raw is not None and not _valid(sd, raw, self.pack, info.lower_case):
@@ -709,6 +712,8 @@ class Extractor:
             for m in r.finditer(clause):
                 usable, neg = self._usable(sd, info, m)
                 if not usable or _overlaps(taken, m) or (sd.category == "location" and info.temporary):
+                    continue
+                if self._scheduled(info, m):
                     continue
                 if (sd.category == "preference" and info.once) or self._pending(sd, info, m):
                     continue
@@ -763,6 +768,12 @@ class Extractor:
                                         implied=implied, current=current,
                                         evidence=clause))
         return out
+
+    def _scheduled(self, info: "_Clause", m: re.Match) -> bool:
+        """A change said in the progressive with a time still to come after it ("moving to
+        Melbourne on the 3rd of September", "starting at Stripe in two weeks")."""
+        return (_PROGRESSIVE.search(m.group(0)) is not None
+                and self.guards.has("scheduled", info.text[m.end():], info.mask))
 
     def _pending(self, sd: SlotDef, info: "_Clause", m: re.Match) -> bool:
         """A count not reached yet: "grandbaby number five is due in March"."""
