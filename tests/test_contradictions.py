@@ -398,6 +398,7 @@ def test_no_longer_said_in_other_languages(old, new):
     ("Prefers aisle seats", None, "window every time now, I love the view"),
     ("Works at SAP", None, "mein erster tag bei siemens war lang"),
     ("Lives in Lille", None, "enfin installés à bordeaux avec les enfants"),
+    ("Lives in Cork", None, "settling into Galway nicely, the flat is tiny"),
 ])
 def test_casual_changes_said_any_way(rules, old, key, new):
     """Stop 36's classes: lower-case names, the user's old things, tastes and beliefs that
@@ -417,6 +418,7 @@ def test_casual_changes_said_any_way(rules, old, key, new):
     ("Pregnant, due in June", "the puppies are 3 weeks old and chaos"),                      # the pets' age
     ("Can not swim", "my son swam a whole length today!"),                                   # someone else
     ("Lives alone in a studio", "got the keys to my own place, still just me and the cat"),  # still alone
+    ("Lives in Cork", "settling into the new job, the team is lovely"),                     # not a place
 ])
 def test_casual_changes_leave_other_things_alone(rules, old, new):
     """What those classes must not read: a shift, a site, an old friend, someone else's news,

@@ -103,7 +103,7 @@ def _view(ref: str, text: str, key: str | None = None, days: float = 0.0) -> Fac
 
 def test_a_pair_of_texts_met_again_is_scored_once(pair_calls):
     detector = Detector()
-    old_text, new_text = "Lives in Leeds", "settling into Bristol, the new flat has no signal"
+    old_text, new_text = "Lives in Leeds", "first week in Bristol, the new flat has no signal"
     first = detector.compare(_view("n1", new_text, days=200), [_view("o1", old_text, "city")])
     scored = pair_calls["features"]
     again = detector.compare(_view("n2", new_text, days=400), [_view("o2", old_text, "city", days=100)])

@@ -44,7 +44,7 @@ def test_rules_mode_scores_without_numpy_or_sklearn():
             "from memwatch_overlay.overlay.detect.detector import Detector, FactView\n"
             "d = Detector()\n"
             "o = FactView('o', 'u', 'city', 'Lives in Leeds', 'location', 0.0)\n"
-            "n = FactView('n', 'u', None, 'settling into Bristol, the new flat has no signal', 'location', 1e6)\n"
+            "n = FactView('n', 'u', None, 'first week in Bristol, the new flat has no signal', 'location', 1e6)\n"
             "print(len(d.compare(n, [o])), d.learned is not None)\n"
             "print(sorted(m for m in ('numpy', 'sklearn', 'scipy', 'torch') if m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
@@ -64,7 +64,7 @@ def test_topic_model_reads_the_slot_of_unseen_phrasings(text, slot):
 
 def test_learned_layer_finds_an_implicit_move_the_rules_miss(detector, rules):
     old = fact("old", "Lives in Leeds", key="city", days_ago=200)
-    new = fact("new", "settling into Bristol, the new flat has no signal")
+    new = fact("new", "first week in Bristol, the new flat has no signal")
     assert rules.compare(new, [old]) == []
     [c] = detector.compare(new, [old])
     assert c.kind == "semantic" and c.update["action"] == "EXPIRE" and c.update["key"] == "city"
@@ -92,7 +92,7 @@ def test_a_restatement_the_rules_read_is_never_flagged(detector):
 def test_block_index_offers_topics_so_implicit_pairs_meet():
     views = {0: fact("a", "Lives in Leeds", days_ago=200),
              1: fact("b", "Plays chess on Sundays", days_ago=100),
-             2: fact("c", "settling into Bristol, the new flat has no signal")}
+             2: fact("c", "first week in Bristol, the new flat has no signal")}
     det = Detector()
     index = BlockIndex(det, views)
     assert 0 in index.candidates(2) and 1 not in index.candidates(2)
@@ -105,7 +105,7 @@ def test_eval_script_prints_breakdowns_and_cost(tmp_path):
         {"id": "t1", "category": "location", "subtype": "value_change", "hard_negative": False,
          "memories": [{"key": "city", "text": "Lives in Leeds", "category": "location", "age_days": 200},
                       {"key": None, "text": "Plays chess on Sundays", "category": "preference", "age_days": 50}],
-         "new_text": "settling into Bristol, the new flat has no signal",
+         "new_text": "first week in Bristol, the new flat has no signal",
          "expected": [{"memory_index": 0, "verdict": "contradicted"},
                       {"memory_index": 1, "verdict": "unrelated"}], "group": "t:1"},
         {"id": "t2", "category": "location", "subtype": None, "hard_negative": True,
@@ -140,7 +140,7 @@ def test_a_new_value_of_a_multi_valued_topic_is_an_addition(with_embeddings):
     old = fact("old", "Amara speaks French fluently.", days_ago=100)
     assert d.compare(fact("new", "Amara has started learning Portuguese."), [old]) == []
     city = fact("c", "Lives in Leeds", key="city", days_ago=200)
-    assert [c.older for c in d.compare(fact("n", "settling into Bristol, the new flat has no signal"),
+    assert [c.older for c in d.compare(fact("n", "first week in Bristol, the new flat has no signal"),
                                        [city])] == ["c"]
 
 
