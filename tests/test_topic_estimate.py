@@ -114,7 +114,7 @@ def test_the_reference_is_read_only_for_texts_that_pass_the_gate(tmp_path, monke
         key, value = KEYED[i % len(KEYED)]
         rows.append(("u1", "general", key, value.format(i), f"2026-{1 + i % 9:02d}-{1 + i % 27:02d} 10:00:00"))
     rows += [("u1", "general", None, t, "2026-10-01 10:00:00") for t in
-             ("Settling into Bristol, the new flat has no signal", "First week at Canva done, exhausted")]
+             ("First week in Bristol, the new flat has no signal", "First week at Canva done, exhausted")]
     store = _write(tmp_path / "bot.db", rows)
     m = load_learned()
     m._topic_cache.clear()
