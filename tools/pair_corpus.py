@@ -3,7 +3,9 @@
 Each line: ``slot`` (the memory's topic), ``old``, ``new``, ``label`` (1: the newer text means
 the memory is no longer true as stored), ``kind`` (how: switched, ended, began ...; or why
 not: same, someone_else, hedged, event_then_state_change ...) and, for the pairs added at stop 32,
-``author``. Written for this project by
+``author`` (stop 36 added 420 pairs each of ``pairs_thirdperson``: a person's fact in the third
+person against a later chat turn, and ``pairs_assistant``: an assistant's key/value entries and
+notes against messages typed to it). Written for this project by
 independent authors from slot names and kinds only, never from an eval case (format, origin and
 what was measured with them: docs/contradictions.md). tools/train_detector.py --pair-corpus
 trains the pair model on them; --pair-topics also gives their texts to the topic model.
