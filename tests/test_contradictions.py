@@ -398,11 +398,29 @@ def test_no_longer_said_in_other_languages(old, new):
     ("Prefers aisle seats", None, "window every time now, I love the view"),
     ("Works at SAP", None, "mein erster tag bei siemens war lang"),
     ("Lives in Lille", None, "enfin installés à bordeaux avec les enfants"),
-    ("Lives in Cork", None, "settling into Galway nicely, the flat is tiny"),
+    ("Lives in Cork", None, "settling into Galway nicely, the flat is tiny"),    # set B's kind of memory: a person's fact in the third person against a chat turn
+    ("Nadia smokes a pack a week", None, "two weeks without a single cigarette, the cravings are easing"),
+    ("Pregnant with her first, due in May", None, "little Omar is ten days old and already hates socks"),
+    ("Has one son", None, "Baby Ines arrived at dawn, 3.1 kg and furious about it"),
+    ("Lives in Valencia", None, "por fin estoy instalado en Sevilla, el piso es precioso"),
+    ("Lives with his parents in Leeds", None, "signed my first lease today, a studio near the station"),
+    ("Can not ski", None, "skied a whole red run on Saturday without falling once"),
+    ("Dating Theo", None, "Theo and I decided we're better off as friends"),
+    ("Has always voted Labour", None, "voted Lib Dem this time, first time ever"),
+    ("Is an atheist", None, "I've started believing in God again, it surprised me too"),
+    ("Dislikes jazz", None, "turned into a total jazz person this winter, Coltrane on repeat"),
+    ("Checks his horoscope every morning", None, "I'm done with horoscopes, deleted the app"),
+    ("Drinks green tea every morning", None, "the green tea is gathering dust, I'm a coffee person now"),
+    ("Favourite band is Blur", None, "Pulp have knocked Blur off the top spot for me"),
+    ("Favourite cuisine: Thai", None, "Ethiopian has overtaken Thai for me this year"),
+    ("Works at Deloitte", None, "week two at EY and I already miss the old Deloitte canteen"),
+    ("Prefers to be reached on Telegram", None, "deleted Telegram, text me instead"),
 ])
 def test_casual_changes_said_any_way(rules, old, key, new):
     """Stop 36's classes: lower-case names, the user's old things, tastes and beliefs that
-    turned, things ended for good, habits ended by a count of days, keyed numbers."""
+    turned, things ended for good, habits ended by a count of days, keyed numbers; a birth by
+    the baby's name, a first lease, a partner become a friend, a party voted, a faith found,
+    a thing done with, gathering dust, knocked off the top spot or overtaken, an app deleted."""
     [c] = rules.compare(fact("b", new), [fact("a", old, key=key, days_ago=400)])
     assert c.older == "a", c
 
@@ -418,11 +436,26 @@ def test_casual_changes_said_any_way(rules, old, key, new):
     ("Pregnant, due in June", "the puppies are 3 weeks old and chaos"),                      # the pets' age
     ("Can not swim", "my son swam a whole length today!"),                                   # someone else
     ("Lives alone in a studio", "got the keys to my own place, still just me and the cat"),  # still alone
-    ("Lives in Cork", "settling into the new job, the team is lovely"),                     # not a place
+    ("Lives in Cork", "settling into the new job, the team is lovely"),                     # not a place    # a pursuit not overtaken: a step, a failure, a hedge, someone else's outcome, a question
+    ("Planning a road trip to Iceland", "booked the car for iceland, so excited"),          # a step, not the outcome
+    ("Planning a road trip to Iceland", "will be back from iceland on the 12th"),           # not yet
+    ("Looking for a studio in Neukölln", "still looking for a studio in neukölln, two viewings were awful"),
+    ("Training for the Berlin half marathon", "my sister got her berlin medal today"),      # someone else's
+    ("Learning to drive", "failed my driving test again, rebooked for June"),              # still learning
+    ("Studying for the PMP exam", "passed the cake round at work, the PMP is next month"),  # another thing passed
+    ("Wants to open a pottery studio", "is the pottery studio open on sundays?"),           # a question
+    # set B's kind of look-alike
+    ("Lives in Dublin", "I'm moving to Lisbon on the 3rd of May, flights booked"),     # not yet
+    ("Works at Deloitte", "starting at EY in two weeks, so excited"),                  # not yet
+    ("Is on Telegram", "deleted the Telegram group for the book club"),                 # a group, not the app
+    ("Has one son", "my sister's baby Ines arrived at dawn"),                          # someone else's
+    ("Favourite band is Blur", "Blur are still top of my list"),
+    ("Drinks green tea every morning", "the teapot is gathering dust since the kettle broke"),  # another thing
 ])
 def test_casual_changes_leave_other_things_alone(rules, old, new):
     """What those classes must not read: a shift, a site, an old friend, someone else's news,
-    another thing torn up or not touched, a pet's age, someone else's first swim."""
+    another thing torn up or not touched, a pet's age, someone else's first swim, a change
+    still scheduled, a pursuit not yet overtaken."""
     assert rules.compare(fact("b", new), [fact("a", old, days_ago=400)]) == [], new
 
 
@@ -440,56 +473,3 @@ def test_a_pursuit_is_overtaken_by_its_outcome(rules, old, new):
     thing (`pursuit` and `outcome` guards)."""
     [c] = rules.compare(fact("b", new), [fact("a", old, days_ago=120)])
     assert c.older == "a" and "overtaken" in c.evidence, c
-
-
-@pytest.mark.parametrize("old,new", [
-    ("Planning a road trip to Iceland", "booked the car for iceland, so excited"),          # a step, not the outcome
-    ("Planning a road trip to Iceland", "will be back from iceland on the 12th"),           # not yet
-    ("Looking for a studio in Neukölln", "still looking for a studio in neukölln, two viewings were awful"),
-    ("Training for the Berlin half marathon", "my sister got her berlin medal today"),      # someone else's
-    ("Learning to drive", "failed my driving test again, rebooked for June"),              # still learning
-    ("Studying for the PMP exam", "passed the cake round at work, the PMP is next month"),  # another thing passed
-    ("Wants to open a pottery studio", "is the pottery studio open on sundays?"),           # a question
-])
-def test_a_pursuit_is_not_overtaken_by_a_step_or_someone_else(rules, old, new):
-    assert rules.compare(fact("b", new), [fact("a", old, days_ago=120)]) == [], new
-
-
-@pytest.mark.parametrize("old,new", [
-    ("Nadia smokes a pack a week", "two weeks without a single cigarette, the cravings are easing"),
-    ("Pregnant with her first, due in May", "little Omar is ten days old and already hates socks"),
-    ("Has one son", "Baby Ines arrived at dawn, 3.1 kg and furious about it"),
-    ("Lives in Valencia", "por fin estoy instalado en Sevilla, el piso es precioso"),
-    ("Lives with his parents in Leeds", "signed my first lease today, a studio near the station"),
-    ("Can not ski", "skied a whole red run on Saturday without falling once"),
-    ("Dating Theo", "Theo and I decided we're better off as friends"),
-    ("Has always voted Labour", "voted Lib Dem this time, first time ever"),
-    ("Is an atheist", "I've started believing in God again, it surprised me too"),
-    ("Dislikes jazz", "turned into a total jazz person this winter, Coltrane on repeat"),
-    ("Checks his horoscope every morning", "I'm done with horoscopes, deleted the app"),
-    ("Drinks green tea every morning", "the green tea is gathering dust, I'm a coffee person now"),
-    ("Favourite band is Blur", "Pulp have knocked Blur off the top spot for me"),
-    ("Favourite cuisine: Thai", "Ethiopian has overtaken Thai for me this year"),
-    ("Works at Deloitte", "week two at EY and I already miss the old Deloitte canteen"),
-    ("Prefers to be reached on Telegram", "deleted Telegram, text me instead"),
-])
-def test_third_person_memories_meet_casual_turns(rules, old, new):
-    """Stop 36's classes read on set B's kind of memory (a person's fact in the third person)
-    against a chat turn: habits and pregnancies ended, a birth by the baby's name, a first
-    lease, a partner become a friend, a party voted, a faith found, a taste turned, a thing
-    done with, gathering dust, knocked off the top spot or overtaken, the old employer, an app
-    deleted."""
-    [c] = rules.compare(fact("b", new), [fact("a", old, days_ago=300)])
-    assert c.older == "a", c
-
-
-@pytest.mark.parametrize("old,new", [
-    ("Lives in Dublin", "I'm moving to Lisbon on the 3rd of May, flights booked"),     # not yet
-    ("Works at Deloitte", "starting at EY in two weeks, so excited"),                  # not yet
-    ("Is on Telegram", "deleted the Telegram group for the book club"),                 # a group, not the app
-    ("Has one son", "my sister's baby Ines arrived at dawn"),                          # someone else's
-    ("Favourite band is Blur", "Blur are still top of my list"),
-    ("Drinks green tea every morning", "the teapot is gathering dust since the kettle broke"),  # another thing
-])
-def test_third_person_memories_are_left_alone_by_look_alikes(rules, old, new):
-    assert rules.compare(fact("b", new), [fact("a", old, days_ago=300)]) == [], new

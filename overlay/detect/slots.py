@@ -367,14 +367,18 @@ def _salient(word: str, pack: Pack) -> bool:
             and word not in pack.generic_words and word not in pack.value_stop and word not in _CALENDAR)
 
 
+# a change said in the progressive: with a time still to come after it, a scheduled one (_scheduled)
 _PROGRESSIVE = re.compile(r"\b(?:moving|relocating|starting|joining|leaving|quitting|switching|transferring)\b", re.I)
-_PURSUIT_WORDS = 4
-_CONJUNCTION = re.compile(r"\b(?:and|but|while|because|so|though|although)\b", re.I)      # what a pursuit is after: the first few salient words after it
+_PURSUIT_WORDS = 4      # what a pursuit is after: its first few salient words, up to a conjunction
+_CONJUNCTION = re.compile(r"\b(?:and|but|while|because|so|though|although)\b", re.I)
 
 
-def _common_cut(raw: str, pack: Pack) -> str | None:
-    """A value read from a text without capitals up to its first common word ("dundee gets so
-    much more light" -> "dundee"): there, nothing says where a name ends."""
+def _lower_cut(sd: SlotDef, raw: str | None, info: "_Clause", pack: Pack) -> str | None:
+    """A name read from a clause without capitals, up to its first common word ("dundee gets
+    so much more light" -> "dundee"): there, nothing says where a name ends. Other values,
+    and names from other clauses, as they are."""
+    if raw is None or sd.value != "name" or not info.lower_case:
+        return raw
     words = raw.split()
     for i, w in enumerate(words):
         if w.lower() in pack.stopwords or w.lower() in pack.generic_words:
@@ -461,6 +465,8 @@ class Extractor:
         if parts is None:
             parts = pack.__dict__[key] = self._compile(pack, prefilter)
         self.guards, self._prefilter, self._guard_bits, self._plans, self._cue_plan, self._cue_bits = parts
+        self._silent_of: list | None = None         # _silent(): the clauses last asked about
+        self._silent_is: set[str] = set()
 
     @staticmethod
     def _compile(pack: Pack, prefilter: bool) -> tuple:
@@ -517,7 +523,7 @@ class Extractor:
         want, done = g.bits["pursuit"], g.bits["outcome"]
         if not any(m & (want | done) for m in masks):
             return (), frozenset()
-        silent = g.silent(parts)
+        silent = self._silent(parts)
         found: list[frozenset[str]] = []
         reported: set[str] = set()           # sentences with an outcome
         for (clause, sentence), mask in zip(parts, masks):
@@ -536,19 +542,23 @@ class Extractor:
                              if _salient(w.lower().removesuffix("'s"), self.pack)][:_PURSUIT_WORDS]
                     if words:
                         found.append(frozenset(anchor_forms(words)))
-            if sentence not in reported and mask & done:
-                for r in g.g["outcome"]:
-                    for m in r.finditer(clause):
-                        prefix = clause[:m.start()]
-                        if not (g.hedged(prefix, mask) or g.third_party(prefix, mask) or g.negated(prefix, mask)):
-                            reported.add(sentence)
-                            break
+            if sentence not in reported and mask & done and any(
+                    not (g.hedged(p, mask) or g.third_party(p, mask) or g.negated(p, mask))
+                    for r in g.g["outcome"] for p in (clause[:m.start()] for m in r.finditer(clause))):
+                reported.add(sentence)
         if not reported:
             return tuple(found), frozenset()
         words = [w for (clause, sentence), mask in zip(parts, masks)
                  if sentence in reported and not g.hedged(clause, mask) for w in _WORD.findall(clause)
                  if _salient(w.lower().removesuffix("'s"), self.pack)]
         return tuple(found), frozenset(anchor_forms(words))
+
+    def _silent(self, parts: list[tuple[str, str]]) -> set[str]:
+        """guards.silent(parts), computed once for the clauses read() hands its three readers
+        (slots, cues, pursuits): the last list asked about is kept, and with it its answer."""
+        if self._silent_of is not parts:
+            self._silent_of, self._silent_is = parts, self.guards.silent(parts)
+        return self._silent_is
 
     def slots(self, t: str, parts: list[tuple[str, str]] | None = None,
               category: str | None = None, masks: list[int] | None = None) -> list[Slot]:
@@ -565,7 +575,7 @@ class Extractor:
             if not anywhere & plan.bits:
                 continue                    # none of the slot's regexes can match this text
             if not infos:
-                silent = self.guards.silent(parts)
+                silent = self._silent(parts)
                 infos = [_Clause(c, s in silent, m, self.guards) for (c, s), m in zip(parts, masks)]
             out.extend(self._slot(sd, plan, infos))
         return _dedupe(out)
@@ -575,7 +585,7 @@ class Extractor:
         masks = self._masks(parts) if masks is None else masks
         if not any(m & self._cue_bits for m in masks):
             return hits
-        silent = self.guards.silent(parts)
+        silent = self._silent(parts)
         for (clause, sentence), mask in zip(parts, masks):
             if sentence in silent:
                 continue
@@ -674,12 +684,12 @@ class Extractor:
                 usable, neg = self._usable(sd, info, m, allow_past=True)
                 if not usable or neg or _overlaps(taken, m) or self._scheduled(info, m):
                     continue
-                raw = _clean(m.groupdict().get("v"))
+                raw = _lower_cut(sd, _clean(m.groupdict().get("v")), info, self.pack)
                 if raw is not None and not _valid(sd, raw, self.pack, info.lower_case):
                     raw = None
                     if sd.mode != "progress" and "v" in m.groupdict() and m.group("v"):
                         continue
-                new = _clean(m.groupdict().get("n"))
+                new = _lower_cut(sd, _clean(m.groupdict().get("n")), info, self.pack)
                 if new is not None and not _valid(sd, new, self.pack, info.lower_case):
                     new = None
                     if sd.mode == "progress":
@@ -720,9 +730,7 @@ class Extractor:
                 if sd.mode == "polar" and self.guards.has("restrict", clause[m.end():], mask):
                     continue
                 gd = m.groupdict()
-                raw = _clean(gd.get("v"))
-                if raw is not None and sd.value == "name" and info.lower_case:
-                    raw = _common_cut(raw, self.pack)
+                raw = _lower_cut(sd, _clean(gd.get("v")), info, self.pack)
                 if sd.mode == "count" and polarity == -1:
                     raw = "0"
                 if raw is None or not _valid(sd, raw, self.pack, info.lower_case):
