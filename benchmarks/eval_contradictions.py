@@ -5,10 +5,13 @@ Usage:
     python benchmarks/eval_contradictions.py CASES.jsonl --out PRED.jsonl
         [--embeddings] [--no-learned] [--model PATH_OR_NAME] [--threshold X] [--judge-url URL]
         [--judge-model NAME] [--pack slots.toml] [--exclude-subtype S ...] [--show-errors]
+        [--pair-encoder] [--pair-encoder-weights FILE] [--ungated]
 
 Modes: the default is rules + the learned pair model (overlay/detect/learned.py, rules-only
 weights); --embeddings adds the offline sentence embeddings (the learned model's embeddings
-weights and the semantic layer); --no-learned gives the slot-pack rules alone.
+weights and the semantic layer; with --pair-encoder also MiniLM fine-tuned as a cross-encoder,
+overlay/detect/pair_encoder.py, as `[embeddings] pair_encoder = true` adds it); --no-learned
+gives the slot-pack rules alone.
 
 Each case becomes one newer fact (``new_text``) and its older facts (``memories``, learned
 ``age_days`` before it), all of one subject. Predictions are written one line per case:
@@ -132,17 +135,22 @@ def _row(name: str, s: dict) -> str:
 
 
 def build_detector(a) -> Detector:
-    embedder = judge = None
+    embedder = judge = encoder = None
     if a.embeddings:
         from memwatch_overlay.overlay.detect.embeddings import Embedder
         embedder = Embedder(a.model)
+        if a.pair_encoder or a.pair_encoder_weights:
+            from memwatch_overlay.overlay.detect.pair_encoder import PairEncoder
+            encoder = PairEncoder(weights=a.pair_encoder_weights)
     if a.judge_url:
         from memwatch_overlay.overlay.detect.judge import Judge
         judge = Judge(a.judge_url, model=a.judge_model)
     kw = {}
     if a.threshold is not None:
         kw["semantic_threshold"] = a.threshold
-    return Detector(a.pack, embedder=embedder, judge=judge, learned=not a.no_learned, **kw)
+    det = Detector(a.pack, embedder=embedder, judge=judge, learned=not a.no_learned, pair_encoder=encoder, **kw)
+    det.encoder_gate = not a.ungated
+    return det
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -150,6 +158,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("cases")
     ap.add_argument("--out", required=True, help="where to write the predictions (JSONL)")
     ap.add_argument("--embeddings", action="store_true", help="add the semantic layer")
+    ap.add_argument("--pair-encoder", action="store_true",
+                    help="with --embeddings: add the pair encoder (the fine-tuned cross-encoder; opt-in)")
+    ap.add_argument("--pair-encoder-weights", default=None, help="pair encoder weights instead of the shipped ones")
+    ap.add_argument("--ungated", action="store_true",
+                    help="the pair encoder reads every open pair, not only those the learned gate relates")
     ap.add_argument("--no-learned", action="store_true", help="the slot-pack rules alone (no pair model)")
     ap.add_argument("--model", default=None, help="embedding model directory or name")
     ap.add_argument("--threshold", type=float, default=None, help="semantic similarity threshold")
@@ -187,6 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     mode = ("rules" + ("" if a.no_learned else " + learned") + (" + embeddings" if a.embeddings else "")
             + (" + judge" if a.judge_url else ""))
     pairs = sum(len(c["memories"]) for c in cases)
+    if detector.pair_encoder is not None:
+        mode += f" + pair encoder ({detector.pair_encoder.scored} pairs encoded)"
     print(f"{mode}: {s['cases']} cases, {pairs} pairs, {detector.comparisons} comparisons; "
           f"detection {elapsed:.2f}s = {1000 * elapsed / max(1, pairs):.2f} s per 1,000 pairs"
           + (f"; embedding {len(texts)} texts {embed_s:.2f}s = {1000 * embed_s / max(1, pairs):.2f} s "
@@ -204,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     for c in scored:
         gold = {e["memory_index"] for e in c["expected"] if e["verdict"] == "contradicted"}
         for ref, ev in preds[c["id"]]["evidence"].items():
-            layer = "learned" if "learned pair model" in ev else ev.split()[0]
+            layer = ("learned" if "learned pair model" in ev else "pair encoder" if "pair encoder" in ev
+                     else ev.split()[0])
             k = kinds.setdefault(layer, [0, 0])
             k[0 if int(ref[1:]) in gold else 1] += 1
     print("found by layer: " + ", ".join(f"{k} {v[0]} right / {v[1]} wrong" for k, v in sorted(kinds.items())))

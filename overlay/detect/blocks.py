@@ -138,6 +138,9 @@ def _detect_changed(store: OverlayStore, detector: Detector, source_id: int, syn
     judge = getattr(detector, "judge", None)
     if judge is not None and hasattr(judge, "cache"):
         judge.cache = store                 # verdicts outlive the run (overlay/store/verdicts.py)
+    encoder = getattr(detector, "pair_encoder", None)
+    if encoder is not None:
+        encoder.cache = store               # the pair encoder's answers too, by its model stamp
     saver = _Saver(store, now, affected)
     subjects = store.changed_subjects(source_id, sync_no, list(also))
     if not subjects:
@@ -613,10 +616,14 @@ def _make_detector(config, det: dict) -> Detector:
         p = Path(pack).expanduser()
         pack = str(p if p.is_absolute() else base / p)
     emb_cfg = dict(getattr(config, "embeddings", {}) or {})
-    embedder = None
+    embedder = encoder = None
     if emb_cfg.get("enabled", bool(emb_cfg.get("model"))):
         from memwatch_overlay.overlay.detect.embeddings import Embedder
         embedder = Embedder(emb_cfg.get("model"), device=emb_cfg.get("device", "cpu"))
+        if emb_cfg.get("pair_encoder", False):
+            # opt-in: the fine-tuned MiniLM cross-encoder (pair_encoder.py; what it measured: docs)
+            from memwatch_overlay.overlay.detect.pair_encoder import PairEncoder
+            encoder = PairEncoder(device=emb_cfg.get("device", "cpu"))
     judge_cfg = dict(getattr(config, "judge", {}) or {})
     judge = None
     if judge_cfg.get("url") and judge_cfg.get("enabled", True):
@@ -630,7 +637,7 @@ def _make_detector(config, det: dict) -> Detector:
     kw = {}
     if "threshold" in emb_cfg:
         kw["semantic_threshold"] = float(emb_cfg["threshold"])
-    detector = Detector(pack, embedder=embedder, judge=judge,
+    detector = Detector(pack, embedder=embedder, judge=judge, pair_encoder=encoder,
                         min_confidence=float(det.get("min_confidence", 0.0)), **kw)
     if config is not None:
         detector.max_text_chars = config.max_text_chars

@@ -9,8 +9,10 @@ The detector is a cascade, cheapest first:
             notice at Deloitte", "my uni email was deactivated") or a generic transition cue
             ("no longer", "sold", "smoke-free") whose scope mentions the older fact's salient
             words.
-  semantic  optional (``embedder``): same-topic facts by embedding similarity whose slot
-            values differ or whose newer text carries a change cue.
+  semantic  the learned pair model (learned.py) on pairs the rules left open; optional
+            (``embedder``): same-topic facts by embedding similarity whose slot values differ
+            or whose newer text carries a change cue, and (``pair_encoder``) the fine-tuned
+            MiniLM cross-encoder reading both texts together (pair_encoder.py).
   judge     optional (``judge``): an LLM critic confirms or rejects semantic candidates.
 
 Rules live in a slot pack (``rules/slots.toml``); nothing here knows English. The detector
@@ -28,16 +30,18 @@ Example:
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from itertools import combinations
-from typing import Iterable, Mapping, Protocol
+from typing import Iterable, Mapping, Protocol, Sequence
 
 from memwatch_overlay.rules.config import DEFAULT_MAX_TEXT_CHARS
 from memwatch_overlay.overlay.detect import topic_batch
-from memwatch_overlay.overlay.detect.learned import Learned, load_learned
+from memwatch_overlay.overlay.detect.learned import SIM_GATE, Learned, load_learned
 from memwatch_overlay.overlay.detect.pack import Pack, SlotDef, load_pack
+from memwatch_overlay.overlay.detect.pair_encoder import older_input
 from memwatch_overlay.overlay.detect.semantic_features import clauses
 from memwatch_overlay.overlay.detect.semantic_features import pair_features as semantic_pair_features
 from memwatch_overlay.overlay.detect.slots import (
@@ -98,6 +102,12 @@ class Embedder(Protocol):
     def similarities(self, text: str, others: list[str]) -> list[float]: ...
 
 
+class PairScorer(Protocol):
+    threshold: float
+
+    def probabilities(self, pairs: Sequence[tuple[str, str]]) -> list[float]: ...
+
+
 class Judge(Protocol):
     def verdict(self, older: str, newer: str) -> tuple[bool, float, str] | None: ...
 
@@ -121,13 +131,17 @@ class Detector:
                  judge: Judge | None = None,
                  semantic_threshold: float = DEFAULT_SEMANTIC_THRESHOLD,
                  min_confidence: float = 0.0, cache_size: int = DEFAULT_CACHE_SIZE,
-                 prefilter: bool = True, learned: Learned | bool | None = True):
+                 prefilter: bool = True, learned: Learned | bool | None = True,
+                 pair_encoder: PairScorer | None = None):
         self.pack = pack if isinstance(pack, Pack) else load_pack(pack)
         # the learned pair model (learned.py): True = the shipped weights, False/None = rules only
         self.learned = load_learned() if learned is True else (learned or None)
         self.extractor = Extractor(self.pack, prefilter=prefilter)   # False: the plain reference
         self.embedder = embedder
         self.judge = judge
+        self.pair_encoder = pair_encoder      # pair_encoder.py: the embeddings mode's cross-encoder
+        self.encoder_gate = True              # it reads only pairs the learned gate relates (_encoder_gate)
+        self._enc: dict[str, float] = {}      # the encoder's readings of the pairs being compared
         self.semantic_threshold = semantic_threshold
         self.min_confidence = min_confidence
         self.comparisons = 0
@@ -164,11 +178,14 @@ class Detector:
                 continue                # the texts are about two different named people
             pairs.append((old, self._pair(newer, nr, old, orr)))
         sims = self._sims(newer, [o for o, _ in pairs])
+        self._enc = self._encoder_readings(newer, pairs, sims)
+        alone = self._enc and not self._encoder_weighed()
         for (old, v), sim in zip(pairs, sims):
             best = _best(v.conflicts)
-            if (best is None and not v.confirmed and not v.ends_other and not v.elsewhere
-                    and self.learned is not None):
+            if _open(v) and self.learned is not None:
                 best = self._learned(newer, old, v, sim)
+            if best is None and alone and self._enc.get(old.ref, 0.0) >= self.pair_encoder.threshold:
+                best = self._encoded(newer, old, self._enc[old.ref])
             if best is not None:
                 out.append(best)
             elif v.confirmed:
@@ -204,6 +221,7 @@ class Detector:
         nr = self.read(newer)
         vs = [self._pair(newer, nr, o, self.read(o)) for o in olders]
         sims = self._sims(newer, olders)
+        self._enc = self._encoder_readings(newer, list(zip(olders, vs)), sims)
         return [self._features(newer, o, v, s) for o, v, s in zip(olders, vs, sims)]
 
     def learned_terms(self, fact: FactView) -> tuple[set[tuple], set[tuple]]:
@@ -673,6 +691,10 @@ class Detector:
             feats["r_ends_other"] = 1.0
         if v.elsewhere:             # the same
             feats["r_elsewhere"] = 1.0
+        enc = self._enc.get(old.ref) if sim is not None else None
+        if enc is not None:         # the pair encoder's reading (pair_encoder.py)
+            feats["enc"] = enc
+            feats["enc_logit"] = max(-8.0, min(8.0, math.log(max(enc, 1e-9) / max(1.0 - enc, 1e-9))))
         if sim is not None and sim[3] is not None:
             new_parts, old_text, old_vec = sim[3]
             old_info = self.learned.info(self.learned.old_text(old_text, self._own_key(old)))
@@ -748,6 +770,43 @@ class Detector:
         # a model's reading of what the texts mean; the evidence names the learned pair model
         return self._make(old, new, "semantic", min(p, 0.85),
                           f'learned pair model {p:.2f} (slot "{info.top}"): "{_short(new.text)}"',
+                          "EXPIRE", self._own_key(old), old.text, None)
+
+    def _encoder_readings(self, new: FactView, pairs: list[tuple[FactView, "_Verdict"]], sims) -> dict[str, float]:
+        """The pair encoder's probability for each pair the rules left open (``_open``) and
+        its gate lets through, by older ref: one batch per newer fact. Empty without an
+        encoder (or an embedder: the encoder belongs to the embeddings mode)."""
+        if self.pair_encoder is None or self.embedder is None:
+            return {}
+        todo = [old for (old, v), sim in zip(pairs, sims) if _open(v) and self._encoder_gate(new, old, sim)]
+        if not todo:
+            return {}
+        newer = self._capped(new.text)
+        probs = self.pair_encoder.probabilities([(older_input(self._own_key(o), self._capped(o.text)), newer)
+                                                 for o in todo])
+        return {o.ref: p for o, p in zip(todo, probs)}
+
+    def _encoder_weighed(self) -> bool:
+        """Whether the embeddings-mode pair model was fitted with the encoder's reading as a
+        feature (then it decides; else the encoder decides alone at its own threshold)."""
+        return self.learned is not None and self.learned.weighs("embeddings", "enc")
+
+    def _encoder_gate(self, new: FactView, old: FactView, sim) -> bool:
+        """Whether the pair encoder reads a pair the other layers left open: with the learned
+        layer, only pairs its gate relates (a topic the newer text wants that the older offers,
+        a name of the older in the newer, or texts at least SIM_GATE similar); every pair
+        without it. ``encoder_gate = False``: every open pair."""
+        if self.pair_encoder is None:
+            return False
+        if not self.encoder_gate or self.learned is None:
+            return True
+        if sim is not None and sim[0] >= SIM_GATE:
+            return True
+        return self.learned.may_relate(*self._gate_key(new, old))
+
+    def _encoded(self, new: FactView, old: FactView, p: float) -> Contradiction:
+        """The pair encoder's own finding (when the pair model does not weigh it)."""
+        return self._make(old, new, "semantic", min(p, 0.85), f'pair encoder {p:.2f}: "{_short(new.text)}"',
                           "EXPIRE", self._own_key(old), old.text, None)
 
     # ------------------------------------------------------------ semantic layer
@@ -894,6 +953,12 @@ def _slot_terms(s: Slot, offer: bool) -> set[tuple]:
     if offer:
         return {("sup", s.name, x) for x in subsets} | {("full", s.name, whole)}
     return {("sup", s.name, whole)} | {("full", s.name, x) for x in subsets}
+
+
+def _open(v: "_Verdict") -> bool:
+    """The rules neither flagged the pair, nor found it restated, nor read it as about
+    something else: the learned layers may weigh it."""
+    return not v.conflicts and not v.confirmed and not v.ends_other and not v.elsewhere
 
 
 def _best(conflicts: list[Contradiction]) -> Contradiction | None:

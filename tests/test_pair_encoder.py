@@ -1,0 +1,141 @@
+"""The pair encoder (overlay/detect/pair_encoder.py): the shipped fine-tuned MiniLM
+cross-encoder, loaded offline, in the detector's embeddings mode, its verdicts kept in the
+overlay, and the training script's weights read back as they were trained.
+
+The pairs below were written for these tests (none is an eval case)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.embeddings
+
+pytest.importorskip("sentence_transformers", reason="the [embeddings] extra is not installed")
+
+from memwatch_overlay.overlay.detect.detector import Detector, FactView  # noqa: E402
+from memwatch_overlay.overlay.detect.embeddings import Embedder  # noqa: E402
+from memwatch_overlay.overlay.detect.pair_encoder import PairEncoder, older_input, weights_path  # noqa: E402
+from memwatch_overlay.overlay.store.database import OverlayStore  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# (older memory, its key, newer text): the newer text means the memory no longer holds, said
+# without the words a rule of the slot pack is written for
+CHANGES = [
+    ("Works at Deloitte", "employer", "my first payslip from Accenture landed today, not bad"),
+    ("Lives in Manchester", "city", "the new flat in Glasgow has the worst water pressure"),
+    ("Is a vegetarian", None, "had the most amazing steak last night, I've missed it so much"),
+    ("Drives a Honda Civic", None, "the new Tesla needs a software update every other day"),
+    ("Has a boyfriend named Tom", None, "since Tom and I split I've been going to the gym a lot"),
+    ("Smokes about ten cigarettes a day", None, "three months without a single cigarette today!"),
+    ("Is studying law at Leeds University", None, "graduation photos are finally back, so weird to be done"),
+    ("Has one cat, Mochi", "pets", "Mochi and the new kitten are finally getting along"),
+]
+# the same topics, but nothing changed for the user
+LOOK_ALIKES = [
+    ("Works at Deloitte", "employer", "my brother just got an offer from Accenture"),
+    ("Lives in Manchester", "city", "in Glasgow for the weekend visiting my aunt"),
+    ("Is a vegetarian", None, "found a great new lentil curry recipe"),
+    ("Drives a Honda Civic", None, "thinking about maybe getting a Tesla one day"),
+    ("Has a boyfriend named Tom", None, "Tom cooked dinner for us tonight, so sweet"),
+    ("Smokes about ten cigarettes a day", None, "should I try to quit smoking next year?"),
+    ("Is studying law at Leeds University", None, "exam season at Leeds is brutal, so much reading"),
+    ("Has one cat, Mochi", "pets", "Mochi knocked my coffee over again"),
+]
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    return PairEncoder()
+
+
+def test_the_shipped_weights_load_offline_with_their_threshold(encoder):
+    assert weights_path().is_file()
+    assert 0.5 <= encoder.threshold < 1.0
+    assert encoder.model_name.startswith("pair-encoder:all-MiniLM-L6-v2:")
+    assert encoder.meta["rank"] > 0 and "tools/pair_corpus.jsonl" in encoder.meta["trained_on"]
+    assert older_input("job_title", "Nurse") == "job title: Nurse"
+
+
+def test_it_ranks_changes_above_their_look_alikes(encoder):
+    """A floor, not a per-pair rule: each implicit change scores above the look-alike of its
+    own topic, and the look-alikes stay under the threshold (the shipped fit is cautious: few
+    implicit changes reach it, docs/contradictions.md)."""
+    changes = encoder.probabilities([(older_input(k, o), n) for o, k, n in CHANGES])
+    alikes = encoder.probabilities([(older_input(k, o), n) for o, k, n in LOOK_ALIKES])
+    assert sum(c > a for c, a in zip(changes, alikes)) >= 7, (changes, alikes)
+    assert sum(p >= encoder.threshold for p in alikes) <= 1, alikes
+    assert sum(changes) / len(changes) > 2 * sum(alikes) / len(alikes)
+
+
+def test_the_detector_flags_what_the_rules_leave_open():
+    """The encoder's finding in the detector, at a threshold set for the test (the mechanism:
+    a pair the rules and the pair model leave open, read by the encoder, flagged at its
+    threshold, a look-alike not)."""
+    encoder = PairEncoder()
+    encoder.threshold = 0.5
+    old = FactView("s:t:1", "u1", "pets", "Has one cat, Mochi", "fact", 0.0)
+    new = FactView("s:t:2", "u1", None, "Mochi and the new kitten are finally getting along", "fact", 86400.0 * 30)
+    assert Detector().compare(new, [old]) == []          # the rules and the pair model read nothing here
+    det = Detector(embedder=Embedder(), pair_encoder=encoder)
+    found = det.compare(new, [old])
+    assert [c.older for c in found] == ["s:t:1"]
+    assert found[0].kind == "semantic" and found[0].evidence.startswith("pair encoder")
+    assert 0.5 <= found[0].confidence <= 0.85
+    assert encoder.scored == 1
+    other = FactView("s:t:3", "u1", None, "Mochi knocked my coffee over again", "fact", 86400.0 * 31)
+    assert det.compare(other, [old]) == []
+    # the pair model's features carry the encoder's reading (train_detector --encoder-oof)
+    feats = det.pair_features(new, [old])[0]
+    assert feats["enc"] >= 0.5 and feats["enc_logit"] > 0
+
+
+def test_it_is_opt_in(tmp_path):
+    from memwatch_overlay.overlay.detect.blocks import make_detector
+    from memwatch_overlay.rules.config import load_config
+    base = tmp_path / "base.toml"
+    base.write_text('[[sources]]\nname = "bot"\nconnector = "sqlite"\npath = "x.db"\ntable = "m"\n'
+                    '[embeddings]\nenabled = true\n')
+    assert make_detector(load_config(base)).pair_encoder is None
+    on = tmp_path / "on.toml"
+    on.write_text(base.read_text() + "pair_encoder = true\n")
+    assert isinstance(make_detector(load_config(on)).pair_encoder, PairEncoder)
+
+
+def test_verdicts_are_kept_in_the_overlay_by_model(tmp_path, encoder):
+    pairs = [(older_input(k, o), n) for o, k, n in CHANGES[:3]]
+    with OverlayStore(tmp_path / "o.db") as store:
+        first = PairEncoder()
+        first.cache = store
+        probs = first.probabilities(pairs)
+        assert first.scored == 3
+        assert store.verdict_count(first.model_name) == 3
+        again = PairEncoder()                     # a new process's encoder: nothing in memory
+        again.cache = store
+        assert again.probabilities(pairs) == pytest.approx(probs, abs=1e-6)
+        assert again.scored == 0                  # every answer came from the overlay
+        assert store.verdict_count() == 3         # and the judge's verdicts are another model's
+
+
+def test_trained_weights_read_back_as_trained(tmp_path):
+    """tools/train_pair_encoder.py's saved adapters, added to the base weights by the
+    detector's loader, give the probabilities the trained model gave (fp16 storage)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import train_pair_encoder as tpe
+
+    class Args:
+        rank, lr, epochs = 4, 1e-3, 1
+
+    examples = [{"pair": (older_input(k, o), n), "y": 1, "rule": False, "file": "t"} for o, k, n in CHANGES] + [
+        {"pair": (older_input(k, o), n), "y": 0, "rule": False, "file": "t"} for o, k, n in LOOK_ALIKES]
+    model, tok, adapters = tpe.fit(examples, Args, seed=3)
+    trained = tpe.predict(model, tok, examples)
+    path = tmp_path / "enc.safetensors"
+    tpe.save(model, adapters, path, {"threshold": 0.7, "scale": 1.0, "rank": 4, "trained_on": ["t"]})
+    loaded = PairEncoder(weights=path)
+    assert loaded.threshold == 0.7
+    assert loaded.model_name != PairEncoder().model_name
+    got = loaded.probabilities([e["pair"] for e in examples])
+    assert got == pytest.approx(trained, abs=0.02)
