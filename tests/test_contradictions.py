@@ -473,3 +473,17 @@ def test_a_pursuit_is_overtaken_by_its_outcome(rules, old, new):
     thing (`pursuit` and `outcome` guards)."""
     [c] = rules.compare(fact("b", new), [fact("a", old, days_ago=120)])
     assert c.older == "a" and "overtaken" in c.evidence, c
+
+
+@pytest.mark.parametrize("old,key,new,value", [
+    ("Works at Deloitte", "employer", "my first payslip from Accenture landed today, not bad", "Accenture"),
+    ("Lives in Leeds", "city", "Moved to Rio de Janeiro last month", "Rio de Janeiro"),
+    ("Works at Deloitte", "employer", "I work at Bank of America now", "Bank of America"),
+    ("Drives a Honda Civic", None, "Just bought a Tesla Model 3 finally", "Tesla Model 3"),
+    ("Works at Deloitte", "employer", "Started at Johns Hopkins hospital this week", "Johns Hopkins"),
+])
+def test_a_name_ends_before_the_lower_case_words_after_it(rules, old, key, new, value):
+    """In a clause with capitals, a name read as a slot's new value ends at its last
+    capitalised or numbered word: "Accenture landed" is not an employer."""
+    [c] = rules.compare(fact("b", new), [fact("a", old, key=key, days_ago=200)])
+    assert c.update["new_value"] == value, c

@@ -374,12 +374,17 @@ _CONJUNCTION = re.compile(r"\b(?:and|but|while|because|so|though|although)\b", r
 
 
 def _lower_cut(sd: SlotDef, raw: str | None, info: "_Clause", pack: Pack) -> str | None:
-    """A name read from a clause without capitals, up to its first common word ("dundee gets
-    so much more light" -> "dundee"): there, nothing says where a name ends. Other values,
-    and names from other clauses, as they are."""
-    if raw is None or sd.value != "name" or not info.lower_case:
+    """Where a name ends. In a clause without capitals, at its first common word ("dundee gets
+    so much more light" -> "dundee"): there, nothing says where a name ends. In a clause with
+    them, before the lower-case words that trail its last capitalised (or numbered) word
+    ("payslip from Accenture landed today" -> "Accenture"; "Bank of America", "Tesla Model 3"
+    as they are). Other values as they are."""
+    if raw is None or sd.value != "name":
         return raw
     words = raw.split()
+    if not info.lower_case:
+        last = max((i for i, w in enumerate(words) if not w[:1].islower()), default=-1)
+        return " ".join(words[:last + 1]) if last >= 0 else raw
     for i, w in enumerate(words):
         if w.lower() in pack.stopwords or w.lower() in pack.generic_words:
             return " ".join(words[:i]) or None
