@@ -139,3 +139,55 @@ def test_trained_weights_read_back_as_trained(tmp_path):
     assert loaded.model_name != PairEncoder().model_name
     got = loaded.probabilities([e["pair"] for e in examples])
     assert got == pytest.approx(trained, abs=0.02)
+
+
+def test_bad_weights_or_device_give_one_line_errors(tmp_path):
+    from memwatch_overlay.core.errors import ConfigError
+    junk = tmp_path / "junk.safetensors"
+    junk.write_bytes(b"\xff" * 64)
+    with pytest.raises(ConfigError, match="not a pair encoder weights file"):
+        PairEncoder(weights=junk)
+    with pytest.raises(ConfigError, match="weights not found"):
+        PairEncoder(weights=tmp_path / "missing.safetensors")
+    nowhere = PairEncoder(device="no-such-device")
+    with pytest.raises(ConfigError, match="cannot load the pair encoder") as err:
+        nowhere.probabilities([("employer: Google", "hi")])
+    assert "\n" not in str(err.value)
+
+
+def test_an_audit_with_the_pair_encoder_keeps_its_answers_and_a_clean_stderr(tmp_path):
+    """The console script, `[embeddings] pair_encoder = true`: the open pairs of a user's block
+    are read by the encoder (its verdicts in the overlay, under its stamp), the report is valid
+    JSON and no model-loading progress bar lands in stderr."""
+    import json
+    import os
+    import sqlite3
+    import subprocess
+
+    store = tmp_path / "bot.db"
+    conn = sqlite3.connect(store)
+    conn.execute("CREATE TABLE memories (id INTEGER PRIMARY KEY, user_id TEXT, text TEXT, created_at TEXT)")
+    conn.executemany("INSERT INTO memories (user_id, text, created_at) VALUES (?, ?, ?)", [
+        ("u1", "Works at Deloitte", "2026-01-10 10:00:00"),
+        ("u1", "since Tom and I split I've been going to the gym a lot", "2026-06-02 10:00:00"),
+        ("u1", "Has one cat, Mochi", "2026-01-11 10:00:00"),
+        ("u1", "Mochi and the new kitten are finally getting along", "2026-06-01 10:00:00")])
+    conn.commit()
+    conn.close()
+    cfg = tmp_path / "memwatch.toml"
+    cfg.write_text(f'[[sources]]\nname = "bot"\nconnector = "sqlite"\npath = "{store}"\ntable = "memories"\n'
+                   'text = "text"\nsubject = "user_id"\ncreated_at = "created_at"\n'
+                   "[embeddings]\nenabled = true\npair_encoder = true\n")
+    overlay = tmp_path / "o.db"
+    exe = Path(sys.executable).with_name("memwatch-overlay")
+    done = subprocess.run([str(exe), "audit", "--config", str(cfg), "--overlay", str(overlay), "--as-of",
+                           "2026-07-01", "--format", "json"], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr
+    assert "Loading weights" not in done.stderr and "Traceback" not in done.stderr
+    assert json.loads(done.stdout)["summary"]["total"] == 4
+    conn = sqlite3.connect(overlay)
+    rows = conn.execute("SELECT model, confidence FROM judge_verdicts").fetchall()
+    conn.close()
+    assert rows and all(m == PairEncoder().model_name for m, _ in rows)
+    assert all(0.0 <= p <= 1.0 for _, p in rows)

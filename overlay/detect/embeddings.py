@@ -80,6 +80,8 @@ class Embedder:
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         try:
             from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as transformers_logging
+            transformers_logging.disable_progress_bar()    # no "Loading weights" bar in a report's stderr
         except ImportError:
             raise ConfigError(f"sentence-transformers is not installed; {_INSTALL_HINT}",
                               field="embeddings") from None

@@ -78,7 +78,11 @@ class PairEncoder:
         self.batch_size = batch_size
         digest = hashlib.blake2b(self.weights.read_bytes(), digest_size=6).hexdigest()
         self.model_name = f"pair-encoder:all-MiniLM-L6-v2:{digest}"
-        self.meta = _metadata(self.weights)
+        try:
+            self.meta = _metadata(self.weights)
+        except (ValueError, UnicodeDecodeError, OverflowError, MemoryError):
+            raise ConfigError(f"not a pair encoder weights file (safetensors): {self.weights}",
+                              field="embeddings.pair_encoder") from None
         self.threshold = float(self.meta.get("threshold", 0.8))
         self._model = None
         self._tokenizer = None
@@ -102,12 +106,17 @@ class PairEncoder:
             raise ConfigError("the pair encoder needs the embeddings extra (torch, transformers)",
                               field="embeddings.pair_encoder") from None
         transformers.logging.set_verbosity_error()     # "classifier newly initialized": it is loaded next
-        tokenizer = transformers.AutoTokenizer.from_pretrained(base)
-        model = transformers.AutoModelForSequenceClassification.from_pretrained(base, num_labels=1)
-        state = load_file(str(self.weights))
-        apply_adapters(model, state, float(self.meta.get("scale", 1.0)))
-        model.eval()
-        model.to(self.device)
+        transformers.utils.logging.disable_progress_bar()   # no "Loading weights" bar in a report's stderr
+        try:
+            tokenizer = transformers.AutoTokenizer.from_pretrained(base)
+            model = transformers.AutoModelForSequenceClassification.from_pretrained(base, num_labels=1)
+            apply_adapters(model, load_file(str(self.weights)), float(self.meta.get("scale", 1.0)))
+            model.eval()
+            model.to(self.device)
+        except Exception as exc:          # the libraries raise many kinds; report one line
+            raise ConfigError(f"cannot load the pair encoder ({self.weights.name} on {base!r}, device "
+                              f"{self.device!r}): {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
+                              field="embeddings.pair_encoder") from None
         self._model, self._tokenizer, self._torch = model, tokenizer, torch
         return model, tokenizer
 
@@ -170,8 +179,13 @@ def _metadata(path: Path) -> dict:
     """The JSON the training script stored in the safetensors header's metadata ("memwatch")."""
     with open(path, "rb") as f:
         n = int.from_bytes(f.read(8), "little")
+        if n > path.stat().st_size:
+            raise ValueError("header longer than the file")
         header = json.loads(f.read(n))
-    return json.loads((header.get("__metadata__") or {}).get("memwatch", "{}"))
+    meta = json.loads((header.get("__metadata__") or {}).get("memwatch", "{}"))
+    if not isinstance(meta, dict):
+        raise ValueError("metadata is not an object")
+    return meta
 
 
 def _pair_hash(pair: tuple[str, str]) -> str:
