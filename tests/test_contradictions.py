@@ -376,6 +376,12 @@ def test_no_longer_said_in_other_languages(old, new):
     ("Uses a Samsung Galaxy", None, "meine alte galaxy liegt jetzt in der schublade"),
     # a taste or belief turned, a thing not touched since
     ("Favourite band: Coldplay", None, "coldplay totally lost me after that last album"),
+    # a party that lost the user, a thing dead to the user, off a thing for good, a thing swapped for another
+    ("Votes Conservative", "politics", "went Lib Dem this time, honestly the conservatives lost me years ago"),
+    ("Favourite snack is Pringles", None, "pringles are officially dead to me, way too salty now"),
+    ("Uses Telegram for everything", None, "i'm off telegram for good, everything goes through email now"),
+    ("Drinks two coffees a day", None, "swapped my coffees for green tea and my sleep is so much better"),
+    ("Subscribed to Netflix", None, "cancelled the netflix sub for good, nothing worth watching"),
     ("Thinks crypto is the future", None, "I was so wrong about crypto, sold everything at a loss"),
     ("Plays the guitar every evening", None, "haven't touched my guitar in months, the strings are rusty"),
     ("Hates aubergine", None, "eggplant has grown on me, my flatmate's parmigiana did it"),
@@ -434,6 +440,10 @@ def test_casual_changes_said_any_way(rules, old, key, new):
     ("Reads mostly thrillers", "haven't touched a cookbook in years"),                       # another kind of book
     ("Smokes", "three weeks without a holiday, I need a break"),                             # not a habit
     ("Pregnant, due in June", "the puppies are 3 weeks old and chaos"),                      # the pets' age
+    ("Drinks two coffees a day", "swapped desks with Omar so I'm closer to the coffee machine"),   # another thing swapped
+    ("Likes Radiohead", "radiohead are dead good live, saw them last night"),                   # "dead good", not dead to me
+    ("Uses Telegram for everything", "my sister is off telegram for good, she says it's too noisy"),  # someone else
+    ("Votes Conservative", "the conservatives lost the by-election, what a night"),             # lost an election, not the user
     ("Can not swim", "my son swam a whole length today!"),                                   # someone else
     ("Lives alone in a studio", "got the keys to my own place, still just me and the cat"),  # still alone
     ("Lives in Cork", "settling into the new job, the team is lovely"),                     # not a place    # a pursuit not overtaken: a step, a failure, a hedge, someone else's outcome, a question

@@ -367,6 +367,8 @@ def _salient(word: str, pack: Pack) -> bool:
             and word not in pack.generic_words and word not in pack.value_stop and word not in _CALENDAR)
 
 
+# after a term: what the user turned from ("the Tories (have) lost me", "labour kinda lost me")
+_TURNED_FROM = re.compile(r"[\w'-]*\s+(?:[\w'-]+\s+){0,2}?lost me\b", re.I)
 # a change said in the progressive: with a time still to come after it, a scheduled one (_scheduled)
 _PROGRESSIVE = re.compile(r"\b(?:moving|relocating|starting|joining|leaving|quitting|switching|transferring)\b", re.I)
 _PURSUIT_WORDS = 4      # what a pursuit is after: its first few salient words, up to a conjunction
@@ -774,7 +776,8 @@ class Extractor:
                             continue
                         if not implied and not sd.about_others and g.third_party(prefix, mask):
                             continue
-                        pol = -1 if g.negated(prefix, mask) else 1
+                        # "the Tories lost me": the term names what the user turned from
+                        pol = -1 if g.negated(prefix, mask) or _TURNED_FROM.match(clause, m.end()) else 1
                         current = self._current(clause, m.start(), mask)
                         out.append(Slot(sd.name, sd.category, sd.mode, "", value, m.group(0),
                                         polarity=pol, held_days=info.held, held_year=info.year,
