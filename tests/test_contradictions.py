@@ -382,6 +382,7 @@ def test_no_longer_said_in_other_languages(old, new):
     ("Uses Telegram for everything", None, "i'm off telegram for good, everything goes through email now"),
     ("Drinks two coffees a day", None, "swapped my coffees for green tea and my sleep is so much better"),
     ("Subscribed to Netflix", None, "cancelled the netflix sub for good, nothing worth watching"),
+    ("Practises on Duolingo daily, 200-day streak", None, "ugh my duolingo streak died yesterday, 240 days gone"),
     ("Thinks crypto is the future", None, "I was so wrong about crypto, sold everything at a loss"),
     ("Plays the guitar every evening", None, "haven't touched my guitar in months, the strings are rusty"),
     ("Hates aubergine", None, "eggplant has grown on me, my flatmate's parmigiana did it"),
@@ -444,6 +445,7 @@ def test_casual_changes_said_any_way(rules, old, key, new):
     ("Likes Radiohead", "radiohead are dead good live, saw them last night"),                   # "dead good", not dead to me
     ("Uses Telegram for everything", "my sister is off telegram for good, she says it's too noisy"),  # someone else
     ("Votes Conservative", "the conservatives lost the by-election, what a night"),             # lost an election, not the user
+    ("Practises on Duolingo daily, 200-day streak", "my brother's duolingo streak died, he's gutted"),  # someone else's
     ("Can not swim", "my son swam a whole length today!"),                                   # someone else
     ("Lives alone in a studio", "got the keys to my own place, still just me and the cat"),  # still alone
     ("Lives in Cork", "settling into the new job, the team is lovely"),                     # not a place    # a pursuit not overtaken: a step, a failure, a hedge, someone else's outcome, a question
