@@ -383,6 +383,10 @@ def test_no_longer_said_in_other_languages(old, new):
     ("Drinks two coffees a day", None, "swapped my coffees for green tea and my sleep is so much better"),
     ("Subscribed to Netflix", None, "cancelled the netflix sub for good, nothing worth watching"),
     ("Practises on Duolingo daily, 200-day streak", None, "ugh my duolingo streak died yesterday, 240 days gone"),
+    # the user asks the assistant to change what it keeps (a request, though said as a question)
+    ("Emergency contact: sister Ana", None, "can you change my emergency contact to my partner Sam? his number is 555-0101"),
+    ("Shipping address: 12 Elm St", None, "please update my shipping address to 4 Oak Road"),
+    ("Preferred name: Jim", None, "could you switch my preferred name to James from now on?"),
     ("Thinks crypto is the future", None, "I was so wrong about crypto, sold everything at a loss"),
     ("Plays the guitar every evening", None, "haven't touched my guitar in months, the strings are rusty"),
     ("Hates aubergine", None, "eggplant has grown on me, my flatmate's parmigiana did it"),
@@ -446,6 +450,9 @@ def test_casual_changes_said_any_way(rules, old, key, new):
     ("Uses Telegram for everything", "my sister is off telegram for good, she says it's too noisy"),  # someone else
     ("Votes Conservative", "the conservatives lost the by-election, what a night"),             # lost an election, not the user
     ("Practises on Duolingo daily, 200-day streak", "my brother's duolingo streak died, he's gutted"),  # someone else's
+    ("Emergency contact: sister Ana", "should I change my emergency contact to Sam?"),        # a question the user asks
+    ("Email: ana@old.com", "can you update my brother's email to x@y.com"),                    # someone else's
+    ("Lives in Berlin", "can you update me on the Berlin weather?"),                            # not a change of anything
     ("Can not swim", "my son swam a whole length today!"),                                   # someone else
     ("Lives alone in a studio", "got the keys to my own place, still just me and the cat"),  # still alone
     ("Lives in Cork", "settling into the new job, the team is lovely"),                     # not a place    # a pursuit not overtaken: a step, a failure, a hedge, someone else's outcome, a question
