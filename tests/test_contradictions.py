@@ -387,6 +387,8 @@ def test_no_longer_said_in_other_languages(old, new):
     ("Emergency contact: sister Ana", None, "can you change my emergency contact to my partner Sam? his number is 555-0101"),
     ("Shipping address: 12 Elm St", None, "please update my shipping address to 4 Oak Road"),
     ("Preferred name: Jim", None, "could you switch my preferred name to James from now on?"),
+    # a number that died (not a phone that did)
+    ("Mobile: 0412 889 301", None, "my old number is dead, text me on the new one please"),
     ("Thinks crypto is the future", None, "I was so wrong about crypto, sold everything at a loss"),
     ("Plays the guitar every evening", None, "haven't touched my guitar in months, the strings are rusty"),
     ("Hates aubergine", None, "eggplant has grown on me, my flatmate's parmigiana did it"),
@@ -453,6 +455,8 @@ def test_casual_changes_said_any_way(rules, old, key, new):
     ("Emergency contact: sister Ana", "should I change my emergency contact to Sam?"),        # a question the user asks
     ("Email: ana@old.com", "can you update my brother's email to x@y.com"),                    # someone else's
     ("Lives in Berlin", "can you update me on the Berlin weather?"),                            # not a change of anything
+    ("Mobile: 0412 889 301", "phone's completely dead, messaging from my laptop today"),         # the device, not the number
+    ("Mobile: 0412 889 301", "my phone stopped working after I dropped it in the bath"),         # the same
     ("Can not swim", "my son swam a whole length today!"),                                   # someone else
     ("Lives alone in a studio", "got the keys to my own place, still just me and the cat"),  # still alone
     ("Lives in Cork", "settling into the new job, the team is lovely"),                     # not a place    # a pursuit not overtaken: a step, a failure, a hedge, someone else's outcome, a question
