@@ -87,9 +87,12 @@ def test_the_detector_flags_what_the_rules_leave_open():
     assert encoder.scored == 1
     other = FactView("s:t:3", "u1", None, "Mochi knocked my coffee over again", "fact", 86400.0 * 31)
     assert det.compare(other, [old]) == []
-    # the pair model's features carry the encoder's reading (train_detector --encoder-oof)
-    feats = det.pair_features(new, [old])[0]
-    assert feats["enc"] >= 0.5 and feats["enc_logit"] > 0
+    assert encoder.scored == 2
+    # a pair the rules decide is never read by the encoder
+    moved = FactView("s:t:4", "u1", None, "We moved to Lisbon last month", "location", 86400.0 * 40)
+    found = det.compare(moved, [FactView("s:t:5", "u1", None, "Lives in Leeds", "location", 0.0)])
+    assert [c.kind for c in found] == ["value"]
+    assert encoder.scored == 2
 
 
 def test_it_is_opt_in(tmp_path):
@@ -156,8 +159,8 @@ def test_bad_weights_or_device_give_one_line_errors(tmp_path):
 
 
 def test_an_audit_with_the_pair_encoder_keeps_its_answers_and_a_clean_stderr(tmp_path):
-    """The console script, `[embeddings] pair_encoder = true`: the open pairs of a user's block
-    are read by the encoder (its verdicts in the overlay, under its stamp), the report is valid
+    """The console script, `[embeddings] pair_encoder = true`: the pairs of a user's block that
+    the rules and the pair model leave open are read by the encoder (its verdicts in the overlay, under its stamp), the report is valid
     JSON and no model-loading progress bar lands in stderr."""
     import json
     import os
@@ -169,7 +172,7 @@ def test_an_audit_with_the_pair_encoder_keeps_its_answers_and_a_clean_stderr(tmp
     conn.execute("CREATE TABLE memories (id INTEGER PRIMARY KEY, user_id TEXT, text TEXT, created_at TEXT)")
     conn.executemany("INSERT INTO memories (user_id, text, created_at) VALUES (?, ?, ?)", [
         ("u1", "Works at Deloitte", "2026-01-10 10:00:00"),
-        ("u1", "since Tom and I split I've been going to the gym a lot", "2026-06-02 10:00:00"),
+        ("u1", "my brother just got an offer from Accenture", "2026-06-02 10:00:00"),
         ("u1", "Has one cat, Mochi", "2026-01-11 10:00:00"),
         ("u1", "Mochi and the new kitten are finally getting along", "2026-06-01 10:00:00")])
     conn.commit()

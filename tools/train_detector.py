@@ -291,30 +291,8 @@ def build_cue_prototypes(embedder, exclude: frozenset[str] = frozenset()) -> dic
 
 # ---------------------------------------------------------------- pair examples
 
-# --encoder-oof: the pair encoder's readings the embeddings mode's pair model weighs (a TableEncoder)
-PAIR_ENCODER = None
-
-
-class TableEncoder:
-    """The pair encoder's probabilities of the cases' pairs read from a table of out-of-fold
-    scores (tools/train_pair_encoder.py --oof-out: each pair scored by a fit that never saw its
-    group), the shipped encoder's for any other pair (the own examples it never trained on)."""
-
-    def __init__(self, path: str):
-        from memwatch_overlay.overlay.detect.pair_encoder import PairEncoder
-        rows = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
-        self.table = {tuple(r["pair"]): float(r["p"]) for r in rows}
-        self.fallback = PairEncoder()
-        self.threshold = self.fallback.threshold
-
-    def probabilities(self, pairs):
-        missing = [p for p in pairs if p not in self.table]
-        got = dict(zip(missing, self.fallback.probabilities(missing))) if missing else {}
-        return [self.table[p] if p in self.table else got[p] for p in pairs]
-
-
 def pair_examples(cases_by_file: dict[str, list[dict]], learned: Learned, embedder=None):
-    det = Detector(learned=learned, embedder=embedder, pair_encoder=PAIR_ENCODER)
+    det = Detector(learned=learned, embedder=embedder)
     out = []   # (file, case, memory_index, features, label, rule_flag)
     for name, cases in cases_by_file.items():
         for c in cases:
@@ -354,7 +332,7 @@ def own_examples(learned: Learned, embedder=None, shifts: bool = False, exclude:
     at 0.71 where the model before the corpus said 0.05)."""
     sys.path.insert(0, str(ROOT / "tests"))
     from contradiction_cases import PARAPHRASES
-    det = Detector(learned=learned, embedder=embedder, pair_encoder=PAIR_ENCODER)
+    det = Detector(learned=learned, embedder=embedder)
     out = []
     labelled = [(*p, 1.0) for p in PARAPHRASES]     # (old, key, new, label, weight)
     if pairs:
@@ -585,9 +563,6 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("cases", nargs="+")
     ap.add_argument("--embeddings", action="store_true", help="fit the embeddings mode (cosine features)")
-    ap.add_argument("--encoder-oof", default=None,
-                    help="with --embeddings: the pair model weighs the pair encoder's reading, the cases' "
-                         "pairs read from this out-of-fold table (train_pair_encoder.py --oof-out)")
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--C", type=float, default=2.0, help="inverse L2 strength of the pair model")
     ap.add_argument("--min-precision", type=float, default=0.8,
@@ -681,9 +656,6 @@ def main(argv=None) -> int:
     if a.embeddings:
         from memwatch_overlay.overlay.detect.embeddings import Embedder
         embedder = Embedder()
-        if a.encoder_oof:
-            global PAIR_ENCODER
-            PAIR_ENCODER = TableEncoder(a.encoder_oof)
         if a.vector_file:
             _load_vectors(embedder, Path(a.vector_file))
         # the topic prototypes are the means of the memory-style corpus: the casual block's chat
@@ -779,8 +751,7 @@ def main(argv=None) -> int:
                                + (["tools/cue_corpus.py"] if shifts else [])
                                + (["tools/pair_corpus.jsonl"] if pairs else [])
                                + (["tools/aspect_corpus.jsonl"] if aspect else [])
-                               + (["tools/manner_corpus.jsonl"] if manner else [])
-                               + (["pair encoder (out-of-fold readings)"] if a.encoder_oof else []),
+                               + (["tools/manner_corpus.jsonl"] if manner else []),
                                "pairs": len(keep)}
         if not reused:
             TOPIC_FILE.write_text(json.dumps(topic, separators=(",", ":")) + "\n")

@@ -30,7 +30,6 @@ Example:
 from __future__ import annotations
 
 import functools
-import math
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
@@ -141,7 +140,6 @@ class Detector:
         self.judge = judge
         self.pair_encoder = pair_encoder      # pair_encoder.py: the embeddings mode's cross-encoder
         self.encoder_gate = True              # it reads only pairs the learned gate relates (_encoder_gate)
-        self._enc: dict[str, float] = {}      # the encoder's readings of the pairs being compared
         self.semantic_threshold = semantic_threshold
         self.min_confidence = min_confidence
         self.comparisons = 0
@@ -178,20 +176,24 @@ class Detector:
                 continue                # the texts are about two different named people
             pairs.append((old, self._pair(newer, nr, old, orr)))
         sims = self._sims(newer, [o for o, _ in pairs])
-        self._enc = self._encoder_readings(newer, pairs, sims)
-        alone = self._enc and not self._encoder_weighed()
+        unread: list[tuple[FactView, tuple | None]] = []      # open to the pair encoder: (fact, sim)
         for (old, v), sim in zip(pairs, sims):
             best = _best(v.conflicts)
             if _open(v) and self.learned is not None:
                 best = self._learned(newer, old, v, sim)
-            if best is None and alone and self._enc.get(old.ref, 0.0) >= self.pair_encoder.threshold:
-                best = self._encoded(newer, old, self._enc[old.ref])
             if best is not None:
                 out.append(best)
             elif v.confirmed:
                 self.confirmed.append(old.ref)
             else:
                 undecided.append(old)
+                if _open(v):
+                    unread.append((old, sim))
+        if unread and self.pair_encoder is not None and self.embedder is not None:
+            found = self._encoded(newer, unread)
+            out.extend(found)
+            done = {c.older for c in found}
+            undecided = [o for o in undecided if o.ref not in done]
         if len(undecided) > 1 and self.judge is not None and hasattr(self.judge, "prefetch"):
             # one request for the pairs the judge will be asked about below, not one each
             self.judge.prefetch((o.text, newer.text) for o in self._for_judge(newer, nr, undecided, read))
@@ -221,7 +223,6 @@ class Detector:
         nr = self.read(newer)
         vs = [self._pair(newer, nr, o, self.read(o)) for o in olders]
         sims = self._sims(newer, olders)
-        self._enc = self._encoder_readings(newer, list(zip(olders, vs)), sims)
         return [self._features(newer, o, v, s) for o, v, s in zip(olders, vs, sims)]
 
     def learned_terms(self, fact: FactView) -> tuple[set[tuple], set[tuple]]:
@@ -691,10 +692,6 @@ class Detector:
             feats["r_ends_other"] = 1.0
         if v.elsewhere:             # the same
             feats["r_elsewhere"] = 1.0
-        enc = self._enc.get(old.ref) if sim is not None else None
-        if enc is not None:         # the pair encoder's reading (pair_encoder.py)
-            feats["enc"] = enc
-            feats["enc_logit"] = max(-8.0, min(8.0, math.log(max(enc, 1e-9) / max(1.0 - enc, 1e-9))))
         if sim is not None and sim[3] is not None:
             new_parts, old_text, old_vec = sim[3]
             old_info = self.learned.info(self.learned.old_text(old_text, self._own_key(old)))
@@ -772,42 +769,30 @@ class Detector:
                           f'learned pair model {p:.2f} (slot "{info.top}"): "{_short(new.text)}"',
                           "EXPIRE", self._own_key(old), old.text, None)
 
-    def _encoder_readings(self, new: FactView, pairs: list[tuple[FactView, "_Verdict"]], sims) -> dict[str, float]:
-        """The pair encoder's probability for each pair the rules left open (``_open``) and
-        its gate lets through, by older ref: one batch per newer fact. Empty without an
-        encoder (or an embedder: the encoder belongs to the embeddings mode)."""
-        if self.pair_encoder is None or self.embedder is None:
-            return {}
-        todo = [old for (old, v), sim in zip(pairs, sims) if _open(v) and self._encoder_gate(new, old, sim)]
+    def _encoded(self, new: FactView, unread: list[tuple[FactView, tuple | None]]) -> list[Contradiction]:
+        """The pair encoder's findings among the pairs the rules and the pair model left open
+        (``_open``), read in one batch per newer fact and flagged at the encoder's threshold.
+        Only pairs the learned gate relates are read (``_encoder_gate``)."""
+        enc = self.pair_encoder
+        todo = [old for old, sim in unread if self._encoder_gate(new, old, sim)]
         if not todo:
-            return {}
+            return []
         newer = self._capped(new.text)
-        probs = self.pair_encoder.probabilities([(older_input(self._own_key(o), self._capped(o.text)), newer)
-                                                 for o in todo])
-        return {o.ref: p for o, p in zip(todo, probs)}
-
-    def _encoder_weighed(self) -> bool:
-        """Whether the embeddings-mode pair model was fitted with the encoder's reading as a
-        feature (then it decides; else the encoder decides alone at its own threshold)."""
-        return self.learned is not None and self.learned.weighs("embeddings", "enc")
+        probs = enc.probabilities([(older_input(self._own_key(o), self._capped(o.text)), newer) for o in todo])
+        return [self._make(o, new, "semantic", min(p, 0.85), f'pair encoder {p:.2f}: "{_short(new.text)}"',
+                           "EXPIRE", self._own_key(o), o.text, None)
+                for o, p in zip(todo, probs) if p >= enc.threshold]
 
     def _encoder_gate(self, new: FactView, old: FactView, sim) -> bool:
-        """Whether the pair encoder reads a pair the other layers left open: with the learned
-        layer, only pairs its gate relates (a topic the newer text wants that the older offers,
-        a name of the older in the newer, or texts at least SIM_GATE similar); every pair
-        without it. ``encoder_gate = False``: every open pair."""
-        if self.pair_encoder is None:
-            return False
+        """Whether the pair encoder reads an open pair: with the learned layer, only pairs its
+        gate relates (a topic the newer text wants that the older offers, a name of the older
+        in the newer, or texts at least SIM_GATE similar); every pair without it, or with
+        ``encoder_gate = False``."""
         if not self.encoder_gate or self.learned is None:
             return True
         if sim is not None and sim[0] >= SIM_GATE:
             return True
         return self.learned.may_relate(*self._gate_key(new, old))
-
-    def _encoded(self, new: FactView, old: FactView, p: float) -> Contradiction:
-        """The pair encoder's own finding (when the pair model does not weigh it)."""
-        return self._make(old, new, "semantic", min(p, 0.85), f'pair encoder {p:.2f}: "{_short(new.text)}"',
-                          "EXPIRE", self._own_key(old), old.text, None)
 
     # ------------------------------------------------------------ semantic layer
     def _semantic(self, new: FactView, nr: Reading, olders: list[FactView]) -> list[Contradiction]:

@@ -657,11 +657,6 @@ class Learned:
         z = m["bias"] + sum(w.get(k, 0.0) * v for k, v in feats.items())
         return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
-    def weighs(self, mode: str, feature: str) -> bool:
-        """Whether the mode's pair model has a weight for ``feature``."""
-        m = self.modes.get(mode)
-        return m is not None and feature in m["weights"]
-
     def threshold(self, mode: str) -> float:
         return float(self.modes[mode]["threshold"])
 
