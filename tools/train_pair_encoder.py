@@ -141,15 +141,7 @@ def _add_adapters(model, rank: int) -> dict:
 
 
 def predict(model, tok, examples: list[dict]) -> list[float]:
-    import torch
-    out: list[float] = []
-    with torch.inference_mode():
-        for i in range(0, len(examples), 64):
-            b = examples[i:i + 64]
-            enc = tok([e["pair"][0] for e in b], [e["pair"][1] for e in b], truncation=True,
-                      max_length=pe.MAX_TOKENS, padding=True, return_tensors="pt")
-            out += torch.sigmoid(model(**enc).logits.reshape(-1)).tolist()
-    return out
+    return pe.score_pairs(model, tok, [e["pair"] for e in examples], batch_size=64)
 
 
 def figures(examples: list[dict], probs: list[float], threshold: float) -> dict:

