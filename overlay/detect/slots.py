@@ -367,15 +367,13 @@ def _salient(word: str, pack: Pack) -> bool:
             and word not in pack.generic_words and word not in pack.value_stop and word not in _CALENDAR)
 
 
-# after a term: what the user turned from ("the Tories (have) lost me", "labour kinda lost me")
-_TURNED_FROM = re.compile(r"[\w'-]*\s+(?:[\w'-]+\s+){0,2}?lost me\b", re.I)
 # a change said in the progressive: with a time still to come after it, a scheduled one (_scheduled)
 _PROGRESSIVE = re.compile(r"\b(?:moving|relocating|starting|joining|leaving|quitting|switching|transferring)\b", re.I)
 _PURSUIT_WORDS = 4      # what a pursuit is after: its first few salient words, up to a conjunction
 _CONJUNCTION = re.compile(r"\b(?:and|but|while|because|so|though|although)\b", re.I)
 
 
-def _lower_cut(sd: SlotDef, raw: str | None, info: "_Clause", pack: Pack) -> str | None:
+def _name_end(sd: SlotDef, raw: str | None, info: "_Clause", pack: Pack) -> str | None:
     """Where a name ends. In a clause without capitals, at its first common word ("dundee gets
     so much more light" -> "dundee"): there, nothing says where a name ends. In a clause with
     them, before the lower-case words that trail its last capitalised (or numbered) word
@@ -691,12 +689,12 @@ class Extractor:
                 usable, neg = self._usable(sd, info, m, allow_past=True)
                 if not usable or neg or _overlaps(taken, m) or self._scheduled(info, m):
                     continue
-                raw = _lower_cut(sd, _clean(m.groupdict().get("v")), info, self.pack)
+                raw = _name_end(sd, _clean(m.groupdict().get("v")), info, self.pack)
                 if raw is not None and not _valid(sd, raw, self.pack, info.lower_case):
                     raw = None
                     if sd.mode != "progress" and "v" in m.groupdict() and m.group("v"):
                         continue
-                new = _lower_cut(sd, _clean(m.groupdict().get("n")), info, self.pack)
+                new = _name_end(sd, _clean(m.groupdict().get("n")), info, self.pack)
                 if new is not None and not _valid(sd, new, self.pack, info.lower_case):
                     new = None
                     if sd.mode == "progress":
@@ -737,7 +735,7 @@ class Extractor:
                 if sd.mode == "polar" and self.guards.has("restrict", clause[m.end():], mask):
                     continue
                 gd = m.groupdict()
-                raw = _lower_cut(sd, _clean(gd.get("v")), info, self.pack)
+                raw = _name_end(sd, _clean(gd.get("v")), info, self.pack)
                 if sd.mode == "count" and polarity == -1:
                     raw = "0"
                 if raw is None or not _valid(sd, raw, self.pack, info.lower_case):
@@ -777,7 +775,7 @@ class Extractor:
                         if not implied and not sd.about_others and g.third_party(prefix, mask):
                             continue
                         # "the Tories lost me": the term names what the user turned from
-                        pol = -1 if g.negated(prefix, mask) or _TURNED_FROM.match(clause, m.end()) else 1
+                        pol = -1 if g.negated(prefix, mask) or g.has("turned", clause[m.end():], mask) else 1
                         current = self._current(clause, m.start(), mask)
                         out.append(Slot(sd.name, sd.category, sd.mode, "", value, m.group(0),
                                         polarity=pol, held_days=info.held, held_year=info.year,
