@@ -510,3 +510,36 @@ def test_a_name_ends_before_the_lower_case_words_after_it(rules, old, key, new, 
     capitalised or numbered word: "Accenture landed" is not an employer."""
     [c] = rules.compare(fact("b", new), [fact("a", old, key=key, days_ago=200)])
     assert c.update["new_value"] == value, c
+
+
+@pytest.mark.parametrize("old,new", [
+    ("Works as a nurse at St Mary's", "Tamsin just got hired at Guy's hospital, I'm so proud of her"),
+    ("Accountant at KPMG", "Dev handed in his notice at KPMG today and I'm gutted"),
+    ("Vegetarian", "Marco has gone vegan and I'm the only one eating cheese now"),
+    ("Single", "Ines just got engaged!! I need a speech for the party"),
+    ("Phone: 07700 900123", "Note: Jo's number is now 07700 900456, mine is the same"),
+    ("Plays violin to grade 6", "my eldest passed her grade 2 violin today!"),
+    ("Works at Monzo", "had a pint with some ex-Monzo folks last night, I miss nobody"),
+    ("Lives in Leeds", "we keep talking about moving to York, the schools are better"),
+    ("Lives in Bristol", "we're seriously talking about leaving Bristol, rents are mad"),
+])
+def test_someone_elses_news_told_by_the_user_is_theirs(detector, rules, old, new):
+    """A speaker who says I/me/my and opens a clause with someone's name and verb reports that
+    person's news (`named_subject` guard; the learned layer does not weigh it either); a
+    child, ex-colleagues, a move still talked about are not the user's change."""
+    assert rules.compare(fact("b", new), [fact("a", old, days_ago=300)]) == [], new
+    assert detector.compare(fact("b", new), [fact("a", old, days_ago=300)]) == [], new
+
+
+@pytest.mark.parametrize("old,new,subject", [
+    ("Husband is Harold", "Harold passed away in March and the house is so quiet.", "u1"),   # the older fact names him
+    ("Works at Google", "Priya joined Stripe in March.", "u1"),        # a memory in the third person: the user's
+    ("Works at Google", "Google let me go last week, still in shock", "u1"),
+    ("Works at Monzo", "I'm ex-Monzo now, started at Wise on Monday", "u1"),
+    ("Works as a nurse at St Mary's", "Tamsin got hired at Guy's hospital and I start on Monday", "u_tamsin"),
+])
+def test_a_named_change_that_is_the_users_still_counts(rules, old, new, subject):
+    """Not someone else's news: a name the older fact holds too, a text in the third person, a
+    name that is what the match reads, the subject's own name."""
+    [c] = rules.compare(fact("b", new, subject=subject), [fact("a", old, days_ago=300, subject=subject)])
+    assert c.older == "a", c

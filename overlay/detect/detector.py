@@ -58,6 +58,8 @@ from memwatch_overlay.overlay.detect.slots import (
 
 DEFAULT_SEMANTIC_THRESHOLD = 0.6
 _NAME_PARTS = re.compile(r"[\W_]+")
+_CAPITALISED = re.compile(r"\b[A-Z][a-z\u00C0-\u024F]+")      # a word that could be a name (_against)
+_WORDS = re.compile(r"[\w][\w'-]*")
 _MAX_KEY_VALUE_WORDS = 4
 _VALUE_TEXT = re.compile(r"[\w][\w .,&'@+/-]*")    # what a key-value memory's value looks like
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\d.])")     # "92kg", "Is 29"
@@ -121,6 +123,9 @@ class _Verdict:
     # each fact holds slots of its own ("moved to Surabaya" / "email is ...") and whatever the
     # newer one ends is one of its own: the rules read two different things, not a change
     elsewhere: bool = False
+    # what the rules read as a change here is someone else's news, by their name ("Marco has
+    # gone vegan and I'm the only one eating cheese": Detector._against); no layer weighs it
+    someone_else: bool = False
 
 
 class Detector:
@@ -148,6 +153,7 @@ class Detector:
         self._terms: OrderedDict[tuple[str, str, str], tuple[frozenset, frozenset]] = OrderedDict()
         self._cache_size = cache_size
         self._texts: dict[str, Reading] = {}     # text -> its reading for no subject in particular
+        self._others: dict[tuple, Reading] = {}  # _against(): newer texts read for others' names
         # _gate_key(newer, older) -> the pair model's probability (rules mode)
         self._pair_scores: dict[tuple[str, str, str | None, bool, bool], float | None] = {}   # see _gate_key
         self._wide_of: tuple[FactView | None, bool] = (None, False)
@@ -174,7 +180,7 @@ class Detector:
             orr = read(old)
             if nr.entity and orr.entity and nr.entity != orr.entity:
                 continue                # the texts are about two different named people
-            pairs.append((old, self._pair(newer, nr, old, orr)))
+            pairs.append((old, self._pair_against(newer, nr, old, orr)))
         sims = self._sims(newer, [o for o, _ in pairs])
         unread: list[tuple[FactView, tuple | None]] = []      # open to the pair encoder: (fact, sim)
         for (old, v), sim in zip(pairs, sims):
@@ -221,7 +227,7 @@ class Detector:
     def pair_features(self, newer: FactView, olders: list[FactView]) -> list[dict[str, float]]:
         """The learned pair model's features for each (older, newer) pair (for training)."""
         nr = self.read(newer)
-        vs = [self._pair(newer, nr, o, self.read(o)) for o in olders]
+        vs = [self._pair_against(newer, nr, o, self.read(o)) for o in olders]
         sims = self._sims(newer, olders)
         return [self._features(newer, o, v, s) for o, v, s in zip(olders, vs, sims)]
 
@@ -269,7 +275,7 @@ class Detector:
 
     def confirms(self, newer: FactView, older: FactView) -> bool:
         """True when ``newer`` restates ``older`` (same slot value, or same key and value)."""
-        v = self._pair(newer, self.read(newer), older, self.read(older))
+        v = self._pair_against(newer, self.read(newer), older, self.read(older))
         return v.confirmed and not v.conflicts
 
     def extract(self, text: str, category: str | None = None) -> list[Slot]:
@@ -330,6 +336,48 @@ class Detector:
         if not words or not (self.extractor.names_a_word(base.text, words) or _names_in(base, words)):
             return base
         return _without_names(self.extractor.read(text, words), words)
+
+    def _pair_against(self, newer: FactView, nr: Reading, old: FactView, orr: Reading) -> _Verdict:
+        """``_pair`` with the newer text read against the older fact (``_against``); a change
+        the rules read only when someone's named news is taken for the user's is someone else's."""
+        if not nr.names_someone:
+            return self._pair(newer, nr, old, orr)
+        nx = self._against(newer, nr, orr)
+        v = self._pair(newer, nx, old, orr)
+        if nx is not nr and not v.conflicts and self._pair(newer, nr, old, orr).conflicts:
+            v.someone_else = True
+        return v
+
+    def _against(self, newer: FactView, nr: Reading, orr: Reading) -> Reading:
+        """How ``newer`` reads against an older fact when a clause of it opens with someone's
+        name and verb (``Reading.names_someone``): that clause is the person's news ("Helen
+        handed in her notice", "Clemence just got hired at Thales") unless the older fact
+        names them too ("Husband is Harold" / "Harold passed away in March"; "a beagle named
+        Biscuit" / "Biscuit is no longer with us"). Cached by the names the older fact shares."""
+        names = self._capitalised(nr.text)
+        known = frozenset(w for w in names if w in self._words_of(orr.text)) if names else frozenset()
+        ck = (newer.text or "", newer.subject or "", newer.key or "", known)
+        r = self._others.get(ck)
+        if r is None:
+            words = subject_words(newer.subject)
+            r = self.extractor.read(self._capped(newer.text), words, names_others=True, known=known)
+            if words:
+                r = _without_names(r, words)
+            keyed = self._key_slot(newer, r)
+            if keyed is not None:
+                r = replace(r, slots=r.slots + (keyed,))
+            if len(self._others) >= self._cache_size:
+                self._others.clear()
+            self._others[ck] = r
+        return r
+
+    @staticmethod
+    def _capitalised(text: str) -> frozenset[str]:
+        return frozenset(m.group(0).lower() for m in _CAPITALISED.finditer(text))
+
+    @staticmethod
+    def _words_of(text: str) -> frozenset[str]:
+        return frozenset(w.lower().removesuffix("'s") for w in _WORDS.findall(text))
 
     def _key_slot(self, fact: FactView, r: Reading) -> Slot | None:
         """The slot a fact's store key names, holding the fact's text as its value, when the
@@ -943,7 +991,7 @@ def _slot_terms(s: Slot, offer: bool) -> set[tuple]:
 def _open(v: "_Verdict") -> bool:
     """The rules neither flagged the pair, nor found it restated, nor read it as about
     something else: the learned layers may weigh it."""
-    return not v.conflicts and not v.confirmed and not v.ends_other and not v.elsewhere
+    return not v.conflicts and not v.confirmed and not v.ends_other and not v.elsewhere and not v.someone_else
 
 
 def _best(conflicts: list[Contradiction]) -> Contradiction | None:

@@ -31,7 +31,7 @@ CATEGORIES = ("employment", "location", "contact", "preference", "relationship",
               "skill", "belief", "fact", "general")
 MODES = ("single", "multi", "polar", "count", "number", "progress")
 VALUE_KINDS = ("name", "phrase", "occupation", "phone", "email", "number", "term")
-GUARDS = ("hedge", "temporary", "negation", "third_party", "first_person", "past", "addition",
+GUARDS = ("hedge", "temporary", "negation", "third_party", "named_subject", "first_person", "past", "addition",
           "replacement", "question", "retraction", "duration", "current", "restrict", "once", "pending",
           "pursuit", "outcome", "scheduled", "turned")
 # How many tokens a captured value may span; values stop earlier at a `value_stop` word.

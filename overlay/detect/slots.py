@@ -40,6 +40,8 @@ _CLAUSE_BREAK = re.compile(
     r"i|we|me|yo|ich|he|she|they)\b)|\s(?=(?:but|because|before|until|though|although|whereas|"
     r"whilst|except)\s)", re.I)
 _WORD = re.compile(r"[\w][\w@.+'-]*")
+_FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself|we|us|our)\b", re.IGNORECASE)
+_FOR_ME = re.compile(r"\W*(?:\w+\W+){0,2}?(?:for|to|on|with) (?:me|us)\b", re.IGNORECASE)   # "... for me"
 _MAX_SCOPE_WORDS = 3
 _LOSS = re.compile(r"died|passed away|put down|ran away", re.I)     # an event that lowers a count
 ALL = -1                      # a prefilter mask with every bit set: run every regex
@@ -157,6 +159,11 @@ class Reading:
     # the anchor forms of the sentences that report how something turned out ("passed", "is
     # over"), leaving out their hedged clauses ("passed the cake round, the PMP is next month")
     outcome: frozenset[str] = frozenset()
+    # a clause opens with someone's name and verb before something the rules read ("Helen
+    # handed in her notice"): the `named_subject` guard, which the text was not read with
+    # (Extractor.read's names_others); read against an older fact that is not about the
+    # person named, the text is read again with it (Detector.compare)
+    names_someone: bool = False
 
 
 # ---------------------------------------------------------------- text helpers
@@ -307,8 +314,34 @@ class _Guards:
     def negated(self, prefix: str, mask: int = ALL) -> bool:
         return bool(mask & self.bits["negation"]) and _any(self.g["negation"], _recent(prefix))
 
-    def third_party(self, prefix: str, mask: int = ALL) -> bool:
-        return self.has("third_party", prefix, mask) and not self.has("first_person", prefix, mask)
+    # Set by Extractor.read: whether a clause opening with someone's name is that person's news
+    # (the `named_subject` guard), and whose names are the user's own.
+    names_others = False
+    own_names: frozenset[str] = frozenset()
+    named_seen = False      # whether the named_subject guard matched (as it would, with names_others)
+
+    def third_party(self, prefix: str, mask: int = ALL, m: re.Match | None = None) -> bool:
+        return (self.has("third_party", prefix, mask) or (m is not None and self._named_other(prefix, mask, m))) \
+            and not self.has("first_person", prefix, mask)
+
+    def _named_other(self, prefix: str, mask: int, m: re.Match) -> bool:
+        """A clause opening with another person's name and verb ("Helen handed in her
+        notice"), up to the end of the match ``m``, saying no I/me/my ("Stripe has hired
+        me") nor followed by "for me" ("Ethiopian has overtaken Thai for me"), the name not
+        the user's own nor what the match reads ("Leeds is home now"): true when read for
+        others' names (names_others); noted (named_seen) either way."""
+        match = m.group(0)
+        upto = prefix + match
+        if not self.has("named_subject", upto, mask) or _FIRST_PERSON.search(upto) \
+                or _FOR_ME.match(m.string, m.end()):
+            return False
+        name = _WORD.search(upto)
+        if name is not None:
+            low = name.group(0).lower().removesuffix("'s")
+            if low in self.own_names or low in match.lower():
+                return False        # the user's own name, or the name is what the match reads
+        self.named_seen = True
+        return self.names_others
 
     def past(self, prefix: str, mask: int = ALL) -> bool:
         return self.has("past", prefix, mask)
@@ -506,14 +539,31 @@ class Extractor:
                 for c, _ in parts]
 
     # -- public
-    def read(self, text: str, subject_words: frozenset[str] = frozenset()) -> Reading:
+    def read(self, text: str, subject_words: frozenset[str] = frozenset(), names_others: bool = False,
+             known: frozenset[str] = frozenset()) -> Reading:
+        """The reading of ``text``. ``names_others``: in a text that says I/me/my, a clause
+        opening with a name and its verb is that person's, not the user's (the
+        `named_subject` guard), unless the name is one of ``subject_words`` or ``known``
+        (lower case: names the older fact mentions): how a newer text is read against an
+        older fact (Detector.compare)."""
+        g = self.guards
         t = normalize(text)
-        parts = clauses(t)
-        masks = self._masks(parts)
-        slots = tuple(self.slots(t, parts, masks=masks))
-        cues = tuple(self.cues(parts, masks))
-        pursuits, outcome = self.pursuits(parts, masks)
-        return Reading(t, slots, cues, self.anchors(t, subject_words), self.entity(t), pursuits, outcome)
+        # only a speaker who says I/me/my reports someone else's news by their name: a text
+        # in the third person ("Priya moved to Leeds") is a memory about the user
+        speaks = _FIRST_PERSON.search(t) is not None
+        g.names_others, g.own_names = names_others and speaks, frozenset(w.lower() for w in subject_words) | known
+        g.named_seen = False
+        try:
+            parts = clauses(t)
+            masks = self._masks(parts)
+            slots = tuple(self.slots(t, parts, masks=masks))
+            cues = tuple(self.cues(parts, masks))
+            pursuits, outcome = self.pursuits(parts, masks)
+            named = g.named_seen
+        finally:
+            g.names_others, g.own_names, g.named_seen = False, frozenset(), False
+        return Reading(t, slots, cues, self.anchors(t, subject_words), self.entity(t), pursuits, outcome,
+                       names_someone=named and speaks and not names_others)
 
     def pursuits(self, parts: list[tuple[str, str]], masks: list[int] | None = None
                  ) -> tuple[tuple[frozenset[str], ...], frozenset[str]]:
@@ -540,7 +590,7 @@ class Extractor:
                     if m is None:
                         continue
                     prefix = clause[:m.start()]
-                    if g.third_party(prefix, mask) or g.negated(prefix, mask):
+                    if g.third_party(prefix, mask, m) or g.negated(prefix, mask):
                         continue
                     after = _CONJUNCTION.split(clause[m.end():], 1)[0]     # "... and has been sending"
                     words = [w for w in _WORD.findall(after)
@@ -548,8 +598,9 @@ class Extractor:
                     if words:
                         found.append(frozenset(anchor_forms(words)))
             if sentence not in reported and mask & done and any(
-                    not (g.hedged(p, mask) or g.third_party(p, mask) or g.negated(p, mask))
-                    for r in g.g["outcome"] for p in (clause[:m.start()] for m in r.finditer(clause))):
+                    not (g.hedged(clause[:m.start()], mask) or g.third_party(clause[:m.start()], mask, m)
+                         or g.negated(clause[:m.start()], mask))
+                    for r in g.g["outcome"] for m in r.finditer(clause)):
                 reported.add(sentence)
         if not reported:
             return tuple(found), frozenset()
@@ -599,7 +650,7 @@ class Extractor:
                     continue
                 for m in cue.pattern.finditer(clause):
                     prefix = clause[:m.start()]
-                    if (self.guards.hedged(prefix, mask) or self.guards.third_party(prefix, mask)
+                    if (self.guards.hedged(prefix, mask) or self.guards.third_party(prefix, mask, m)
                             or self.guards.negated(prefix, mask)):
                         continue
                     after = clause[m.end():]
@@ -676,7 +727,7 @@ class Extractor:
         prefix = info.text[:m.start()]
         if g.hedged(prefix, mask) or (not allow_past and g.past(prefix, mask)):
             return False, False
-        if not sd.about_others and g.third_party(prefix, mask):
+        if not sd.about_others and g.third_party(prefix, mask, m):
             return False, False
         return True, g.negated(prefix, mask)
 
@@ -772,7 +823,7 @@ class Extractor:
                         prefix = clause[:m.start()]
                         if g.hedged(prefix, mask) or g.past(prefix, mask):
                             continue
-                        if not implied and not sd.about_others and g.third_party(prefix, mask):
+                        if not implied and not sd.about_others and g.third_party(prefix, mask, m):
                             continue
                         # "the Tories lost me": the term names what the user turned from
                         pol = -1 if g.negated(prefix, mask) or g.has("turned", clause[m.end():], mask) else 1
