@@ -543,3 +543,12 @@ def test_a_named_change_that_is_the_users_still_counts(rules, old, new, subject)
     name that is what the match reads, the subject's own name."""
     [c] = rules.compare(fact("b", new, subject=subject), [fact("a", old, days_ago=300, subject=subject)])
     assert c.older == "a", c
+
+
+def test_a_negated_telling_does_not_deny_what_follows(rules):
+    """"Haven't told my manager at Revolut" denies the telling, not the job; "I don't work at
+    Revolut any more" still ends it."""
+    old = fact("a", "Data scientist at Revolut", days_ago=300)
+    assert rules.compare(fact("b", "haven't told my manager at Revolut yet, obviously"), [old]) == []
+    [c] = rules.compare(fact("b", "I don't work at Revolut any more"), [old])
+    assert c.older == "a"

@@ -41,6 +41,10 @@ _CLAUSE_BREAK = re.compile(
     r"whilst|except)\s)", re.I)
 _WORD = re.compile(r"[\w][\w@.+'-]*")
 _FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself|we|us|our)\b", re.IGNORECASE)
+# a negation of a verb of telling, knowing or noticing before the match denies that, not the match
+_NOT_TOLD = re.compile(r"\b(?:not|never)\s+(?:yet\s+|even\s+|really\s+)?(?:told|tell|said|say|asked|ask|mentioned|mention|"
+                       r"informed|inform|known|know|knew|noticed|notice|realised|realized|realise|realize|"
+                       r"heard|hear|seen|see|saw|met|meet)\b", re.IGNORECASE)
 _FOR_ME = re.compile(r"\W*(?:\w+\W+){0,2}?(?:for|to|on|with) (?:me|us)\b", re.IGNORECASE)   # "... for me"
 _MAX_SCOPE_WORDS = 3
 _LOSS = re.compile(r"died|passed away|put down|ran away", re.I)     # an event that lowers a count
@@ -312,7 +316,12 @@ class _Guards:
         return self.has("temporary", clause, mask)
 
     def negated(self, prefix: str, mask: int = ALL) -> bool:
-        return bool(mask & self.bits["negation"]) and _any(self.g["negation"], _recent(prefix))
+        """A negation in the last words before the match, not one that denies telling,
+        knowing or thinking instead ("have not told my manager at Shopify")."""
+        if not mask & self.bits["negation"]:
+            return False
+        recent = _recent(prefix)
+        return _any(self.g["negation"], recent) and not _NOT_TOLD.search(recent)
 
     # Set by Extractor.read: whether a clause opening with someone's name is that person's news
     # (the `named_subject` guard), and whose names are the user's own.
