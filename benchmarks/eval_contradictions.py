@@ -5,13 +5,13 @@ Usage:
     python benchmarks/eval_contradictions.py CASES.jsonl --out PRED.jsonl
         [--embeddings] [--no-learned] [--model PATH_OR_NAME] [--threshold X] [--judge-url URL]
         [--judge-model NAME] [--pack slots.toml] [--exclude-subtype S ...] [--show-errors]
-        [--pair-encoder] [--pair-encoder-weights FILE] [--ungated]
+        [--no-pair-encoder] [--pair-encoder-weights FILE] [--ungated]
 
 Modes: the default is rules + the learned pair model (overlay/detect/learned.py, rules-only
 weights); --embeddings adds the offline sentence embeddings (the learned model's embeddings
-weights and the semantic layer; with --pair-encoder also MiniLM fine-tuned as a cross-encoder,
-overlay/detect/pair_encoder.py, as `[embeddings] pair_encoder = true` adds it); --no-learned
-gives the slot-pack rules alone.
+weights, the semantic layer and MiniLM fine-tuned as a cross-encoder, overlay/detect/pair_encoder.py,
+as `[embeddings] enabled = true` does; --no-pair-encoder leaves the encoder out, as
+`[embeddings] pair_encoder = false`); --no-learned gives the slot-pack rules alone.
 
 Each case becomes one newer fact (``new_text``) and its older facts (``memories``, learned
 ``age_days`` before it), all of one subject. Predictions are written one line per case:
@@ -139,7 +139,7 @@ def build_detector(a) -> Detector:
     if a.embeddings:
         from memwatch_overlay.overlay.detect.embeddings import Embedder
         embedder = Embedder(a.model)
-        if a.pair_encoder or a.pair_encoder_weights:
+        if not a.no_pair_encoder:
             from memwatch_overlay.overlay.detect.pair_encoder import PairEncoder
             encoder = PairEncoder(weights=a.pair_encoder_weights)
     if a.judge_url:
@@ -158,8 +158,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("cases")
     ap.add_argument("--out", required=True, help="where to write the predictions (JSONL)")
     ap.add_argument("--embeddings", action="store_true", help="add the semantic layer")
-    ap.add_argument("--pair-encoder", action="store_true",
-                    help="with --embeddings: add the pair encoder (the fine-tuned cross-encoder; opt-in)")
+    ap.add_argument("--no-pair-encoder", action="store_true",
+                    help="with --embeddings: leave out the pair encoder (the fine-tuned cross-encoder)")
+    ap.add_argument("--pair-encoder", action="store_true", help=argparse.SUPPRESS)   # the default since stop 38
     ap.add_argument("--pair-encoder-weights", default=None, help="pair encoder weights instead of the shipped ones")
     ap.add_argument("--ungated", action="store_true",
                     help="the pair encoder reads every open pair, not only those the learned gate relates")

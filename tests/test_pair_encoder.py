@@ -61,21 +61,20 @@ def test_the_shipped_weights_load_offline_with_their_threshold(encoder):
 
 def test_it_ranks_changes_above_their_look_alikes(encoder):
     """A floor, not a per-pair rule: each implicit change scores above the look-alike of its
-    own topic, and the look-alikes stay under the threshold (the shipped fit is cautious: few
-    implicit changes reach it, docs/contradictions.md)."""
+    own topic, the look-alikes stay under the threshold, and most of the changes reach it (the
+    stop-38 fit, fourteen authors more than stop 37's: docs/contradictions.md)."""
     changes = encoder.probabilities([(older_input(k, o), n) for o, k, n in CHANGES])
     alikes = encoder.probabilities([(older_input(k, o), n) for o, k, n in LOOK_ALIKES])
     assert sum(c > a for c, a in zip(changes, alikes)) >= 7, (changes, alikes)
     assert sum(p >= encoder.threshold for p in alikes) <= 1, alikes
     assert sum(changes) / len(changes) > 2 * sum(alikes) / len(alikes)
+    assert sum(p >= encoder.threshold for p in changes) >= 4, changes
 
 
 def test_the_detector_flags_what_the_rules_leave_open():
-    """The encoder's finding in the detector, at a threshold set for the test (the mechanism:
-    a pair the rules and the pair model leave open, read by the encoder, flagged at its
-    threshold, a look-alike not)."""
+    """The encoder's finding in the detector, at its shipped threshold: a pair the rules and
+    the pair model leave open, read by the encoder, flagged; a look-alike not."""
     encoder = PairEncoder()
-    encoder.threshold = 0.5
     old = FactView("s:t:1", "u1", "pets", "Has one cat, Mochi", "fact", 0.0)
     new = FactView("s:t:2", "u1", None, "Mochi and the new kitten are finally getting along", "fact", 86400.0 * 30)
     assert Detector().compare(new, [old]) == []          # the rules and the pair model read nothing here
@@ -83,7 +82,7 @@ def test_the_detector_flags_what_the_rules_leave_open():
     found = det.compare(new, [old])
     assert [c.older for c in found] == ["s:t:1"]
     assert found[0].kind == "semantic" and found[0].evidence.startswith("pair encoder")
-    assert 0.5 <= found[0].confidence <= 0.85
+    assert encoder.threshold <= found[0].confidence <= 0.85
     assert encoder.scored == 1
     other = FactView("s:t:3", "u1", None, "Mochi knocked my coffee over again", "fact", 86400.0 * 31)
     assert det.compare(other, [old]) == []
@@ -95,16 +94,19 @@ def test_the_detector_flags_what_the_rules_leave_open():
     assert encoder.scored == 2
 
 
-def test_it_is_opt_in(tmp_path):
+def test_it_comes_with_embeddings_and_can_be_turned_off(tmp_path):
     from memwatch_overlay.overlay.detect.blocks import make_detector
     from memwatch_overlay.rules.config import load_config
     base = tmp_path / "base.toml"
     base.write_text('[[sources]]\nname = "bot"\nconnector = "sqlite"\npath = "x.db"\ntable = "m"\n'
                     '[embeddings]\nenabled = true\n')
-    assert make_detector(load_config(base)).pair_encoder is None
-    on = tmp_path / "on.toml"
-    on.write_text(base.read_text() + "pair_encoder = true\n")
-    assert isinstance(make_detector(load_config(on)).pair_encoder, PairEncoder)
+    assert isinstance(make_detector(load_config(base)).pair_encoder, PairEncoder)
+    off = tmp_path / "off.toml"
+    off.write_text(base.read_text() + "pair_encoder = false\n")
+    assert make_detector(load_config(off)).pair_encoder is None
+    rules_only = tmp_path / "rules.toml"
+    rules_only.write_text(base.read_text().replace("enabled = true", "enabled = false"))
+    assert make_detector(load_config(rules_only)).pair_encoder is None
 
 
 def test_verdicts_are_kept_in_the_overlay_by_model(tmp_path, encoder):

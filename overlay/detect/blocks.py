@@ -620,8 +620,9 @@ def _make_detector(config, det: dict) -> Detector:
     if emb_cfg.get("enabled", bool(emb_cfg.get("model"))):
         from memwatch_overlay.overlay.detect.embeddings import Embedder
         embedder = Embedder(emb_cfg.get("model"), device=emb_cfg.get("device", "cpu"))
-        if emb_cfg.get("pair_encoder", False):
-            # opt-in: the fine-tuned MiniLM cross-encoder (pair_encoder.py; what it measured: docs)
+        if emb_cfg.get("pair_encoder", True):
+            # the fine-tuned MiniLM cross-encoder (pair_encoder.py; on with embeddings since stop
+            # 38, `pair_encoder = false` turns it off; what it measured: docs/contradictions.md)
             from memwatch_overlay.overlay.detect.pair_encoder import PairEncoder
             encoder = PairEncoder(device=emb_cfg.get("device", "cpu"))
     judge_cfg = dict(getattr(config, "judge", {}) or {})
