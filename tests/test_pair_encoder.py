@@ -196,3 +196,19 @@ def test_an_audit_with_the_pair_encoder_keeps_its_answers_and_a_clean_stderr(tmp
     conn.close()
     assert rows and all(m == PairEncoder().model_name for m, _ in rows)
     assert all(0.0 <= p <= 1.0 for _, p in rows)
+
+
+def test_two_values_of_a_key_that_holds_several_are_not_read():
+    """Two facts under one store key of a slot where several values hold at once (languages,
+    e-mails, likes) are an addition: the encoder never reads them (it flagged "Speaks
+    language 847" after "Speaks language 1496" on bench_detect's keyed store), while the same
+    texts without keys are still read."""
+    encoder = PairEncoder()
+    det = Detector(embedder=Embedder(), pair_encoder=encoder)
+    old = FactView("s:t:1", "u1", "language", "Speaks Portuguese", "skill", 0.0)
+    new = FactView("s:t:2", "u1", "language", "Speaks Italian", "skill", 86400.0 * 30)
+    assert det.compare(new, [old]) == []
+    assert encoder.scored == 0
+    det.compare(FactView("s:t:3", "u1", None, "Speaks Italian", "skill", 86400.0 * 30),
+                [FactView("s:t:4", "u1", None, "Speaks Portuguese", "skill", 0.0)])
+    assert encoder.scored == 1

@@ -832,10 +832,16 @@ class Detector:
                 for o, p in zip(todo, probs) if p >= enc.threshold]
 
     def _encoder_gate(self, new: FactView, old: FactView, sim) -> bool:
-        """Whether the pair encoder reads an open pair: with the learned layer, only pairs its
+        """Whether the pair encoder reads an open pair: never two values under one store key
+        of a slot where several hold at once ("language: Spanish" / "language: French": an
+        addition; its endings are the rules' to read); with the learned layer, only pairs its
         gate relates (a topic the newer text wants that the older offers, a name of the older
-        in the newer, or texts at least SIM_GATE similar); every pair without it, or with
-        ``encoder_gate = False``."""
+        in the newer, or texts at least SIM_GATE similar); every other pair without it, or
+        with ``encoder_gate = False``."""
+        if new.key and old.key and new.key.strip().lower() == old.key.strip().lower():
+            sd = self.pack.slot_for_key(old.key)
+            if sd is not None and sd.mode not in ("single", "number", "progress"):
+                return False
         if not self.encoder_gate or self.learned is None:
             return True
         if sim is not None and sim[0] >= SIM_GATE:
