@@ -160,7 +160,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--embeddings", action="store_true", help="add the semantic layer")
     ap.add_argument("--no-pair-encoder", action="store_true",
                     help="with --embeddings: leave out the pair encoder (the fine-tuned cross-encoder)")
-    ap.add_argument("--pair-encoder", action="store_true", help=argparse.SUPPRESS)   # the default since stop 38
     ap.add_argument("--pair-encoder-weights", default=None, help="pair encoder weights instead of the shipped ones")
     ap.add_argument("--ungated", action="store_true",
                     help="the pair encoder reads every open pair, not only those the learned gate relates")

@@ -61,6 +61,7 @@ _NAME_PARTS = re.compile(r"[\W_]+")
 _CAPITALISED = re.compile(r"\b[A-Z][a-z\u00C0-\u024F]+")      # a word that could be a name (_against)
 _WORDS = re.compile(r"[\w][\w'-]*")
 _MAX_KEY_VALUE_WORDS = 4
+_ONE_VALUE = ("single", "number", "progress")     # slot modes where a store key holds one value at a time
 _VALUE_TEXT = re.compile(r"[\w][\w .,&'@+/-]*")    # what a key-value memory's value looks like
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\d.])")     # "92kg", "Is 29"
 # Slot modes whose older reading may be outdated whatever its kind; in the others only an
@@ -383,7 +384,7 @@ class Detector:
         """The slot a fact's store key names, holding the fact's text as its value, when the
         text does not already say something about that slot (a key-value memory)."""
         sd = self.pack.slot_for_key(fact.key) if fact.key else None
-        if sd is None or sd.mode not in ("single", "number", "progress") or not r.text:
+        if sd is None or sd.mode not in _ONE_VALUE or not r.text:
             return None
         if any(s.name == sd.name for s in r.slots):
             return None
@@ -461,7 +462,7 @@ class Detector:
         # an outcome meets the pursuits its words name (_overtaken)
         out |= {("want", "word", a[:5]) for a in r.outcome if not any(_name_form(a, n) for n in names)}
         sd = self.pack.slot_for_key(key) if key else None
-        if key and (sd is None or sd.mode in ("single", "number", "progress")):
+        if key and (sd is None or sd.mode in _ONE_VALUE):
             k = key.strip().lower()         # the key rule (_key_value) holds one value per key
             out |= {("offer", "key", k), ("want", "key", k)}
         return out
@@ -511,12 +512,10 @@ class Detector:
         return False
 
     def _key_value(self, new, nr, old, orr, v: _Verdict) -> None:
-        if not (new.key and old.key) or new.key.strip().lower() != old.key.strip().lower():
-            return
-        if self.pack.is_generic_key(old.key):
+        if not _same_key(new, old) or self.pack.is_generic_key(old.key):
             return
         sd = self.pack.slot_for_key(old.key)
-        if sd is not None and sd.mode not in ("single", "number", "progress"):
+        if sd is not None and sd.mode not in _ONE_VALUE:
             return                      # likes, contacts, counts: several values may hold
         nv, ov = _key_text(sd, nr), _key_text(sd, orr)
         if not nv or not ov:
@@ -838,9 +837,9 @@ class Detector:
         gate relates (a topic the newer text wants that the older offers, a name of the older
         in the newer, or texts at least SIM_GATE similar); every other pair without it, or
         with ``encoder_gate = False``."""
-        if new.key and old.key and new.key.strip().lower() == old.key.strip().lower():
+        if _same_key(new, old):
             sd = self.pack.slot_for_key(old.key)
-            if sd is not None and sd.mode not in ("single", "number", "progress"):
+            if sd is not None and sd.mode not in _ONE_VALUE:
                 return False
         if not self.encoder_gate or self.learned is None:
             return True
@@ -992,6 +991,11 @@ def _slot_terms(s: Slot, offer: bool) -> set[tuple]:
     if offer:
         return {("sup", s.name, x) for x in subsets} | {("full", s.name, whole)}
     return {("sup", s.name, whole)} | {("full", s.name, x) for x in subsets}
+
+
+def _same_key(new: FactView, old: FactView) -> bool:
+    """Both facts carry one store key (case and spaces aside)."""
+    return bool(new.key and old.key) and new.key.strip().lower() == old.key.strip().lower()
 
 
 def _open(v: "_Verdict") -> bool:
