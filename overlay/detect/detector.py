@@ -512,7 +512,7 @@ class Detector:
         return False
 
     def _key_value(self, new, nr, old, orr, v: _Verdict) -> None:
-        if not _same_key(new, old) or self.pack.is_generic_key(old.key):
+        if not _same_store_key(new, old) or self.pack.is_generic_key(old.key):
             return
         sd = self.pack.slot_for_key(old.key)
         if sd is not None and sd.mode not in _ONE_VALUE:
@@ -837,7 +837,7 @@ class Detector:
         gate relates (a topic the newer text wants that the older offers, a name of the older
         in the newer, or texts at least SIM_GATE similar); every other pair without it, or
         with ``encoder_gate = False``."""
-        if _same_key(new, old):
+        if _same_store_key(new, old):
             sd = self.pack.slot_for_key(old.key)
             if sd is not None and sd.mode not in _ONE_VALUE:
                 return False
@@ -993,7 +993,7 @@ def _slot_terms(s: Slot, offer: bool) -> set[tuple]:
     return {("sup", s.name, whole)} | {("full", s.name, x) for x in subsets}
 
 
-def _same_key(new: FactView, old: FactView) -> bool:
+def _same_store_key(new: FactView, old: FactView) -> bool:
     """Both facts carry one store key (case and spaces aside)."""
     return bool(new.key and old.key) and new.key.strip().lower() == old.key.strip().lower()
 
