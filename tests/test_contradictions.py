@@ -545,6 +545,50 @@ def test_a_named_change_that_is_the_users_still_counts(rules, old, new, subject)
     assert c.older == "a", c
 
 
+@pytest.mark.parametrize("old,key,new", [
+    # a name and an irregular past tense, or a name's "'s gone"
+    ("Works at Zalando", "employer", "Tobias left Zalando for N26 last week, but I'm not going anywhere"),
+    ("Vegetarian", "diet", "Lena's gone vegan for January and I'm cooking two dinners now"),
+    # a parent named by kinship
+    ("Lives in Cardiff", "city", "Since Dad moved to Portugal my weekends are just me and the dog"),
+    # people of mine, and other people as a clause's subject
+    ("Works at Deliveroo", "employer", "a mate of mine quit Deliveroo for Just Eat, he says the pay is better"),
+    ("Owns a flat in Govan that they let out", None, "the lodgers in the Govan flat handed in their notice, I need new ones"),
+    # someone else's past habit
+    ("Has a parrot called Mango", None, "my gran's house is so quiet now, Mango still whistles the song she used to sing"),
+    # one occasion called off, not the habit
+    ("Swims at the lido on Fridays", None, "Friday's free after all, the swim session is cancelled"),
+    # an ex- names what the user left, not the employer beside it
+    ("Works at Canva", "employer", "Staff Engineer, Canva (ex-Atlassian)"),
+    # a citizenship not held yet
+    ("Indian citizen", "nationality", "German citizenship interview next week, fingers crossed"),
+    ("Brazilian", "nationality", "Portuguese citizenship application sent off today"),
+])
+def test_other_peoples_news_and_one_offs_are_not_the_users_change(rules, old, key, new):
+    """A name and its irregular past tense ("Tobias left"), a parent named by kinship ("Dad
+    moved"), "a mate of mine", tenants or lodgers as a clause's subject, "she used to", one
+    occasion called off, what an ex- names, a citizenship still being applied for."""
+    assert rules.compare(fact("b", new), [fact("a", old, key=key, days_ago=300)]) == [], new
+
+
+@pytest.mark.parametrize("old,new", [
+    ("Works at Zalando", "I left Zalando last week, onwards"),
+    ("Plays five-a-side on Tuesdays", "five-a-side is cancelled for good, the league folded and I quit"),
+    ("Works at Atlassian", "Staff Engineer, Canva (ex-Atlassian)"),
+    ("Smokes", "I used to smoke, two years clean now"),
+])
+def test_the_users_own_change_beside_those_guards_still_counts(rules, old, new):
+    """The same words told of the user still end the older fact."""
+    [c] = rules.compare(fact("b", new), [fact("a", old, days_ago=300)])
+    assert c.older == "a", c
+
+
+def test_an_ending_cue_does_not_end_a_fact_already_past(rules):
+    """"Previously at Wealthsimple" already says it ended: an ex- of the same employer restates it."""
+    assert rules.compare(fact("b", "Staff Engineer, Shopify (ex-Wealthsimple)"),
+                         [fact("a", "Previously at Wealthsimple", days_ago=300)]) == []
+
+
 def test_a_negated_telling_does_not_deny_what_follows(rules):
     """"Haven't told my manager at Revolut" denies the telling, not the job; "I don't work at
     Revolut any more" still ends it."""

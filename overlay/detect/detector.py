@@ -660,6 +660,8 @@ class Detector:
             hit = sorted(a for a in anchors if any(_stem_match(a, w) for w in c.scope))
             if not hit:
                 continue
+            if self.extractor.guards.past(orr.text.lower()):
+                return                  # the old fact is already past ("Previously at Wealthsimple")
             v.conflicts.append(self._make(
                 old, new, "cue", c.confidence,
                 f'"{c.cue}" about "{", ".join(hit[:3])}": "{_short(c.evidence)}"',
