@@ -5,7 +5,7 @@ Usage:
     python benchmarks/eval_contradictions.py CASES.jsonl --out PRED.jsonl
         [--embeddings] [--no-learned] [--model PATH_OR_NAME] [--threshold X] [--judge-url URL]
         [--judge-model NAME] [--pack slots.toml] [--exclude-subtype S ...] [--show-errors]
-        [--no-pair-encoder] [--pair-encoder-weights FILE] [--ungated]
+        [--no-pair-encoder] [--pair-encoder-weights FILE] [--gated]
 
 Modes: the default is rules + the learned pair model (overlay/detect/learned.py, rules-only
 weights); --embeddings adds the offline sentence embeddings (the learned model's embeddings
@@ -149,7 +149,7 @@ def build_detector(a) -> Detector:
     if a.threshold is not None:
         kw["semantic_threshold"] = a.threshold
     det = Detector(a.pack, embedder=embedder, judge=judge, learned=not a.no_learned, pair_encoder=encoder, **kw)
-    det.encoder_gate = not a.ungated
+    det.encoder_gate = a.gated
     return det
 
 
@@ -161,8 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-pair-encoder", action="store_true",
                     help="with --embeddings: leave out the pair encoder (the fine-tuned cross-encoder)")
     ap.add_argument("--pair-encoder-weights", default=None, help="pair encoder weights instead of the shipped ones")
-    ap.add_argument("--ungated", action="store_true",
-                    help="the pair encoder reads every open pair, not only those the learned gate relates")
+    ap.add_argument("--gated", action="store_true",
+                    help="the pair encoder reads only the open pairs the learned gate relates "
+                         "(`[embeddings] pair_encoder_gate = true`), not every open pair")
     ap.add_argument("--no-learned", action="store_true", help="the slot-pack rules alone (no pair model)")
     ap.add_argument("--model", default=None, help="embedding model directory or name")
     ap.add_argument("--threshold", type=float, default=None, help="semantic similarity threshold")

@@ -62,7 +62,8 @@ CI_KEYS = {**CI_LIMITS, "categories": dict, "sources": dict}
 CI_FRACTIONS = ("max_stale_ratio", "min_avg_freshness")   # must lie in [0, 1]
 # Contradiction detection: [detector] (rules), [embeddings] (semantic layer), [judge] (LLM critic).
 DETECTOR_KEYS = {"enabled": bool, "pack": str, "min_confidence": (int, float), "workers": int}
-EMBEDDINGS_KEYS = {"enabled": bool, "model": str, "threshold": (int, float), "device": str, "pair_encoder": bool}
+EMBEDDINGS_KEYS = {"enabled": bool, "model": str, "threshold": (int, float), "device": str, "pair_encoder": bool,
+                   "pair_encoder_gate": bool}
 JUDGE_KEYS = {"enabled": bool, "url": str, "model": str, "api_key_env": str, "timeout": (int, float),
               "retries": int, "batch_size": int}
 

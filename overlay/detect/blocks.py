@@ -646,6 +646,8 @@ def _make_detector(config, det: dict) -> Detector:
         # what a worker process needs to build the same detector (overlay/detect/parallel.py)
         detector.spawn_spec = {"pack": pack, "min_confidence": detector.min_confidence,
                                "max_text_chars": detector.max_text_chars}
+    # the encoder reads every pair the rules leave open, or only those the learned gate relates
+    detector.encoder_gate = bool(emb_cfg.get("pair_encoder_gate", False))
     detector.workers = det.get("workers")
     return detector
 
