@@ -71,32 +71,32 @@ def test_it_ranks_changes_above_their_look_alikes(encoder):
     assert sum(p >= encoder.threshold for p in changes) >= 4, changes
 
 
-def test_the_detector_flags_what_the_rules_leave_open():
+def test_the_detector_flags_what_the_rules_leave_open(encoder):
     """The encoder's finding in the detector, at its shipped threshold: a pair the rules and
     the pair model leave open, read by the encoder, flagged at the threshold; a pair the rules
     decide, never read."""
-    encoder = PairEncoder()
+    enc = PairEncoder()
     old = FactView("s:t:1", "u1", "pets", "Has one cat, Mochi", "fact", 0.0)
     new = FactView("s:t:2", "u1", None, "Mochi and the new kitten are finally getting along", "fact", 86400.0 * 30)
     assert Detector().compare(new, [old]) == []          # the rules and the pair model read nothing here
-    det = Detector(embedder=Embedder(), pair_encoder=encoder)
+    det = Detector(embedder=Embedder(), pair_encoder=enc)
     found = det.compare(new, [old])
     assert [c.older for c in found] == ["s:t:1"]
     assert found[0].kind == "semantic" and found[0].evidence.startswith("pair encoder")
-    assert encoder.threshold <= found[0].confidence <= 0.85
-    assert encoder.scored == 1
+    assert enc.threshold <= found[0].confidence <= 0.85
+    assert enc.scored == 1
     # a look-alike is read too, and flagged exactly when it reaches the threshold (whether it
     # does is the model's judgement, held in bulk by the ranking test above: the stop-39 fit
     # gives this one 0.84, stop 38's stayed under)
     other = FactView("s:t:3", "u1", None, "Mochi knocked my coffee over again", "fact", 86400.0 * 31)
-    [p] = PairEncoder().probabilities([(older_input("pets", old.text), other.text)])
-    assert (det.compare(other, [old]) != []) == (p >= encoder.threshold)
-    assert encoder.scored == 2
+    [p] = encoder.probabilities([(older_input("pets", old.text), other.text)])
+    assert (det.compare(other, [old]) != []) == (p >= enc.threshold)
+    assert enc.scored == 2
     # a pair the rules decide is never read by the encoder
     moved = FactView("s:t:4", "u1", None, "We moved to Lisbon last month", "location", 86400.0 * 40)
     found = det.compare(moved, [FactView("s:t:5", "u1", None, "Lives in Leeds", "location", 0.0)])
     assert [c.kind for c in found] == ["value"]
-    assert encoder.scored == 2
+    assert enc.scored == 2
 
 
 def test_it_comes_with_embeddings_and_can_be_turned_off(tmp_path):

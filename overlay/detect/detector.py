@@ -186,8 +186,8 @@ class Detector:
         unread: list[tuple[FactView, tuple | None]] = []      # open to the pair encoder: (fact, sim)
         for (old, v), sim in zip(pairs, sims):
             best = _best(v.conflicts)
-            # the learned layers weigh open pairs, but never an addition by store key
-            weighed = _open(v) and not self._added_by_key(newer, old)
+            # the learned layers weigh open pairs, but not one the store keys settle
+            weighed = _open(v) and not self._settled_by_keys(newer, old)
             if weighed and self.learned is not None:
                 best = self._learned(newer, old, v, sim)
             if best is not None:
@@ -660,7 +660,7 @@ class Detector:
             hit = sorted(a for a in anchors if any(_stem_match(a, w) for w in c.scope))
             if not hit:
                 continue
-            if self.extractor.guards.past(orr.text.lower()):
+            if self.extractor.guards.past(orr.text):
                 return                  # the old fact is already past ("Previously at Wealthsimple")
             v.conflicts.append(self._make(
                 old, new, "cue", c.confidence,
@@ -834,39 +834,32 @@ class Detector:
                            "EXPIRE", self._own_key(o), o.text, None)
                 for o, p in zip(todo, probs) if p >= enc.threshold]
 
-    def _added_by_key(self, new: FactView, old: FactView) -> bool:
-        """Two values under one store key of a slot where several hold at once ("language:
-        Spanish" / "language: French"): an addition. Neither learned layer weighs such a pair
-        (the pair encoder flagged 338 of them on bench_detect's keyed store at stop 38; the pair
-        model read 29,508 there and flagged none); its endings are the rules' to read."""
-        if not _same_store_key(new, old):
-            return False
-        sd = self.pack.slot_for_key(old.key)
-        return sd is not None and sd.mode not in _ONE_VALUE
-
-    def _keys_part(self, new: FactView, old: FactView) -> bool:
-        """Both facts carry meaningful store keys (not ids nor generic words) that differ and
-        do not name one slot ("employer: Works at Acme" / "pet: Has a dog named Rex"): the keys
-        say they are about different things, and the pair encoder never reads such a pair.
-        Reading every open pair, it read 16,000 such pairs of bench_detect's 2,000-memory
-        keyed store (58.7 s per 1,000 memories against 11.7 s with stop 38's gate), flagging
-        none."""
+    def _settled_by_keys(self, new: FactView, old: FactView) -> bool:
+        """The store keys settle the pair, and neither learned layer weighs it:
+        - one key of a slot where several values hold at once ("language: Spanish" /
+          "language: French"): an addition, whose endings the rules read (the pair model was
+          asked about 29,508 such pairs of bench_detect's keyed store and flagged none; the pair
+          encoder flagged 338 "Speaks language N" there);
+        - two meaningful keys (not ids nor generic words) that differ and do not name one slot
+          ("employer: Works at Acme" / "pet: Has a dog named Rex"): different things (reading
+          every open pair, the encoder read 16,000 such pairs of that store, 58.7 s per 1,000
+          memories, flagging none)."""
         a, b = self._meaningful(new.key), self._meaningful(old.key)
-        if a is None or b is None or _same_store_key(new, old):
+        if a is None or b is None:
             return False
-        sa, sb = self.pack.slot_for_key(a), self.pack.slot_for_key(b)
+        sb = self.pack.slot_for_key(b)
+        if _same_store_key(new, old):
+            return sb is not None and sb.mode not in _ONE_VALUE
+        sa = self.pack.slot_for_key(a)
         return sa is None or sa is not sb
 
     def _encoder_gate(self, new: FactView, old: FactView, sim) -> bool:
-        """Whether the pair encoder reads an open pair (never an addition by store key:
-        compare() leaves those out; never two facts whose keys name different slots): every
-        one, unless ``encoder_gate`` (`[embeddings] pair_encoder_gate = true`) asks for only
-        the pairs the learned layer's gate relates (a topic the newer text wants that the older
-        offers, a name of the older in the newer, or texts at least SIM_GATE similar). The gate reads about a third fewer pairs; on four
-        authors' cases the encoder never saw it cost 0.12 of its recall for 0.005 of precision
-        (docs/contradictions.md, "The pair encoder")."""
-        if self._keys_part(new, old):
-            return False
+        """Whether the pair encoder reads an open pair (compare() hands it none the store keys
+        settle): every one, unless ``encoder_gate`` (`[embeddings] pair_encoder_gate = true`)
+        asks for only the pairs the learned layer's gate relates (a topic the newer text wants
+        that the older offers, a name of the older in the newer, or texts at least SIM_GATE
+        similar). On six authors' cases the encoder never saw, the gate cost 0.12 of recall for
+        0.005 of precision (README, "Stop 39")."""
         if not self.encoder_gate or self.learned is None:
             return True
         if sim is not None and sim[0] >= SIM_GATE:
