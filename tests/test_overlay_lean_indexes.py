@@ -103,8 +103,9 @@ def test_the_readers_of_the_narrowed_indexes_still_search_them(v7_copy):
 
 
 def test_a_first_audit_builds_the_narrow_indexes_after_its_load(tmp_path):
-    """The first sync drops facts_gc/facts_block/facts_next_change and builds them again from
-    sqlite_master's statements: the rebuilt ones keep their conditions (an all-active load
+    """The first sync drops facts_block/facts_next_change and builds them again from
+    sqlite_master's statements, and keeps facts_gc and facts_changed (cheap to keep: no
+    entry, or one appended per fact): each index keeps its condition (an all-active load
     leaves facts_gc empty; expired facts stay out of facts_next_change)."""
     from memwatch_overlay.overlay.engine.sync import SyncEngine
     from memwatch_overlay.rules.config import Config, SourceConfig
@@ -131,6 +132,7 @@ def test_a_first_audit_builds_the_narrow_indexes_after_its_load(tmp_path):
         assert _index_entries(conn, "facts_gc") == 0
         assert _index_entries(conn, "facts_next_change") == 1000
         assert _index_entries(conn, "facts_block") == 2000
+        assert _index_entries(conn, "facts_changed") == 2000 and _index_entries(conn, "facts_ref") == 2000
         assert overlay.integrity() == "ok"
 
 
