@@ -583,6 +583,43 @@ def test_the_users_own_change_beside_those_guards_still_counts(rules, old, new):
     assert c.older == "a", c
 
 
+@pytest.mark.parametrize("old,key,new", [
+    # "used to" before a noun or an -ing form: accustomed to it, not a past habit
+    ("Plays the cello in an orchestra", None, "Switching to viola feels odd, I'm so used to the cello's weight"),
+    ("Runs every morning", None, "Honestly I'm used to running in the dark by now"),
+    # "said yes" answers a proposal only when one is there
+    ("Single", "relationship_status", "A colleague asked me out for drinks and I said yes, no idea what to wear"),
+    # everyone as a clause's subject
+    ("Single", "relationship_status", "Everyone at my office is getting married this year, I've bought four toasters"),
+    # a dream
+    ("Lives in Manchester", "city", "Dreamed I'd moved to Tokyo and couldn't read any signs, woke up so confused"),
+    ("Works at Ocado", "employer", "had a dream I worked for NASA, the commute was a rocket"),
+    # someone else's contact details
+    ("Phone is 07700 900123", "phone", "The plumber changed his number, it's 07700 900456 now, can you save it"),
+    ("Email is ana@moreira.pt", "email", "our printer's sales team have a new address: orders@printhaus.pt"),
+])
+def test_habits_of_speech_dreams_and_other_peoples_details_are_not_the_users_change(rules, old, key, new):
+    """Stop 40's classes from four more authors' false alarms: "used to" meaning accustomed,
+    a "said yes" with no proposal, everyone as the subject, a dream, someone else's number or
+    address."""
+    assert rules.compare(fact("b", new), [fact("a", old, key=key, days_ago=300)]) == [], new
+
+
+@pytest.mark.parametrize("old,key,new", [
+    ("Plays the cello in an orchestra", None, "I used to play the cello, sold it when the twins arrived"),
+    ("Single", "relationship_status", "He proposed on the pier last night and I said yes!"),
+    ("Lives in Manchester", "city", "Moved to Tokyo in March, still can't read any signs"),
+    ("Works at Ocado", "employer", "landed my dream job at NASA, start date was Monday, badge works"),
+    ("Phone is 07700 900123", "phone", "I changed my number, it's 07700 900456 now"),
+    ("Phone is 07700 900123", "phone", "The user changed their number to 07700 900456"),
+])
+def test_the_users_own_change_beside_stop_40s_guards_still_counts(rules, old, key, new):
+    """The user's own versions of those: a past habit, a proposal answered, a move, a dream
+    job, their own new number."""
+    [c] = rules.compare(fact("b", new), [fact("a", old, key=key, days_ago=300)])
+    assert c.older == "a", c
+
+
 def test_an_ending_cue_does_not_end_a_fact_already_past(rules):
     """"Previously at Wealthsimple" already says it ended: an ex- of the same employer restates it."""
     assert rules.compare(fact("b", "Staff Engineer, Shopify (ex-Wealthsimple)"),
