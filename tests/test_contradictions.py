@@ -608,6 +608,8 @@ def test_habits_of_speech_dreams_and_other_peoples_details_are_not_the_users_cha
 @pytest.mark.parametrize("old,key,new", [
     ("Plays the cello in an orchestra", None, "I used to play the cello, sold it when the twins arrived"),
     ("Single", "relationship_status", "He proposed on the pier last night and I said yes!"),
+    ("Single", "relationship_status", "she asked me to marry her at the top of Arthur's Seat and I said yes"),
+    ("Single", "relationship_status", "I said yes and the ring was her gran's"),
     ("Lives in Manchester", "city", "Moved to Tokyo in March, still can't read any signs"),
     ("Works at Ocado", "employer", "landed my dream job at NASA, start date was Monday, badge works"),
     ("Phone is 07700 900123", "phone", "I changed my number, it's 07700 900456 now"),
