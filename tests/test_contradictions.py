@@ -622,6 +622,32 @@ def test_the_users_own_change_beside_stop_40s_guards_still_counts(rules, old, ke
     assert c.older == "a", c
 
 
+@pytest.mark.parametrize("old,key,new", [
+    ("Works at Siemens Healthineers", None, "Last day at Siemens Healthineers was Thursday, they gave me a plant"),
+    ("Junior analyst", "job_title", "my manager finally made me a senior analyst, same desk though"),
+    ("Has a hamster called Biscuit", None, "RIP Biscuit, you were the best tiny gremlin"),
+    ("kofi.b@uni-ghana.edu.gh", "email", "the uni shut my inbox, kofi.boateng.work@gmail.com for everything from now on"),
+])
+def test_stop_40s_endings_and_replacements(rules, old, key, new):
+    """Recall classes from four more authors' misses: a last day at the employer, a title
+    someone made the user, "RIP" and a name, an e-mail used "from now on"."""
+    [c] = rules.compare(fact("b", new), [fact("a", old, key=key, days_ago=300)])
+    assert c.older == "a", c
+
+
+@pytest.mark.parametrize("old,key,new", [
+    ("Works at Siemens Healthineers", None, "Last day at Siemens Healthineers is next Thursday, then two weeks off"),
+    ("Works at Siemens Healthineers", None, "Last day at Siemens Healthineers is the 14th, then two weeks off"),
+    ("Junior analyst", "job_title", "the new intern made me a coffee, sweetest kid"),
+    ("Has a hamster called Biscuit", None, "rip my knees after that hike, Biscuit slept through it all"),
+    ("kofi.b@uni-ghana.edu.gh", "email", "cc kofi.boateng.work@gmail.com too, just for the Lagos trip"),
+])
+def test_beside_stop_40s_endings_the_look_alikes_stay_quiet(rules, old, key, new):
+    """A last day still to come, a coffee someone made the user, "rip" about something else,
+    a second address for one trip."""
+    assert rules.compare(fact("b", new), [fact("a", old, key=key, days_ago=300)]) == [], new
+
+
 def test_an_ending_cue_does_not_end_a_fact_already_past(rules):
     """"Previously at Wealthsimple" already says it ended: an ex- of the same employer restates it."""
     assert rules.compare(fact("b", "Staff Engineer, Shopify (ex-Wealthsimple)"),
