@@ -141,7 +141,7 @@ def build_detector(a) -> Detector:
         embedder = Embedder(a.model)
         if not a.no_pair_encoder:
             from memwatch_overlay.overlay.detect.pair_encoder import PairEncoder
-            encoder = PairEncoder(weights=a.pair_encoder_weights)
+            encoder = PairEncoder(weights=a.pair_encoder_weights, threshold=a.pair_encoder_threshold)
     if a.judge_url:
         from memwatch_overlay.overlay.detect.judge import Judge
         judge = Judge(a.judge_url, model=a.judge_model)
@@ -161,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-pair-encoder", action="store_true",
                     help="with --embeddings: leave out the pair encoder (the fine-tuned cross-encoder)")
     ap.add_argument("--pair-encoder-weights", default=None, help="pair encoder weights instead of the shipped ones")
+    ap.add_argument("--pair-encoder-threshold", type=float, default=None,
+                    help="flag pairs the encoder reads at or above this (default: the weights file's)")
     ap.add_argument("--gated", action="store_true",
                     help="the pair encoder reads only the open pairs the learned gate relates "
                          "(`[embeddings] pair_encoder_gate = true`), not every open pair")

@@ -36,6 +36,9 @@ def _run_config(tmp_path, body: str, *args):
     ("[daemon]\nheartbeat_seconds = 1e-320\n", "daemon.heartbeat_seconds"),
     ("[detector]\nmin_confidence = nan\n", "detector.min_confidence"),
     ("[limits]\nmax_text_chars = 0\n", "limits.max_text_chars"),
+    ("[embeddings]\npair_encoder_threshold = 1.5\n", "embeddings.pair_encoder_threshold"),
+    ("[embeddings]\npair_encoder_threshold = nan\n", "embeddings.pair_encoder_threshold"),
+    ('[embeddings]\npair_encoder_threshold = "high"\n', "embeddings.pair_encoder_threshold"),
 ])
 def test_non_finite_or_absurd_numbers_are_refused_naming_the_key(tmp_path, body, key):
     assert_clean_error(_run_config(tmp_path, "\n" + body), key)

@@ -111,12 +111,30 @@ def test_it_comes_with_embeddings_and_can_be_turned_off(tmp_path):
     gated = tmp_path / "gated.toml"
     gated.write_text(base.read_text() + "pair_encoder_gate = true\n")
     assert make_detector(load_config(gated)).encoder_gate is True
+    assert make_detector(load_config(base)).pair_encoder.threshold == PairEncoder().threshold   # the file's
+    moved = tmp_path / "moved.toml"
+    moved.write_text(base.read_text() + "pair_encoder_threshold = 0.9\n")
+    assert make_detector(load_config(moved)).pair_encoder.threshold == 0.9
     off = tmp_path / "off.toml"
     off.write_text(base.read_text() + "pair_encoder = false\n")
     assert make_detector(load_config(off)).pair_encoder is None
     rules_only = tmp_path / "rules.toml"
     rules_only.write_text(base.read_text().replace("enabled = true", "enabled = false"))
     assert make_detector(load_config(rules_only)).pair_encoder is None
+
+
+def test_a_threshold_set_in_the_config_decides_which_pairs_are_flagged(encoder):
+    """`[embeddings] pair_encoder_threshold` moves the detector along the encoder's curve:
+    a pair is flagged exactly when its probability reaches the threshold given."""
+    old, key, new = CHANGES[7]            # a pair the rules and the pair model leave open
+    [p] = encoder.probabilities([(older_input(key, old), new)])
+    older = FactView("s:t:1", "u1", key, old, "fact", 0.0)
+    newer = FactView("s:t:2", "u1", None, new, "fact", 86400.0 * 30)
+    embedder = Embedder()
+    for threshold, flagged in ((p - 0.01, True), (min(p + 0.01, 1.0), False)):
+        det = Detector(embedder=embedder, pair_encoder=PairEncoder(threshold=threshold))
+        found = det.compare(newer, [older])
+        assert [c.evidence.startswith("pair encoder") for c in found] == ([True] if flagged else []), threshold
 
 
 def test_verdicts_are_kept_in_the_overlay_by_model(tmp_path, encoder):

@@ -65,13 +65,15 @@ def older_input(key: str | None, text: str) -> str:
 class PairEncoder:
     """Probabilities that a newer text outdates an older memory, by the fine-tuned MiniLM.
 
-    ``threshold`` (from the weights file, chosen when it was trained) is where the detector
-    flags a pair. ``model_name`` stamps the verdicts kept in the overlay: the base model and a
+    ``threshold`` is where the detector flags a pair: the weights file's (chosen when it was
+    trained) unless one is given (`[embeddings] pair_encoder_threshold`: a point of the
+    precision/recall curve docs/contradictions.md measures). Only probabilities are kept in
+    the overlay's verdict table, so a new threshold needs no pair read again. ``model_name`` stamps the verdicts kept in the overlay: the base model and a
     digest of the adapter weights, so a retrained encoder never reads an older one's answers.
     """
 
     def __init__(self, base: str | os.PathLike | None = None, weights: str | os.PathLike | None = None,
-                 device: str = "cpu", batch_size: int = BATCH):
+                 device: str = "cpu", batch_size: int = BATCH, threshold: float | None = None):
         self.weights = Path(weights) if weights else weights_path()
         if not self.weights.is_file():
             raise ConfigError(f"pair encoder weights not found: {self.weights}", field="embeddings.pair_encoder")
@@ -86,7 +88,7 @@ class PairEncoder:
         except (ValueError, UnicodeDecodeError):
             raise ConfigError(f"not a pair encoder weights file (safetensors): {self.weights}",
                               field="embeddings.pair_encoder") from None
-        self.threshold = float(self.meta.get("threshold", 0.8))
+        self.threshold = float(self.meta.get("threshold", 0.8)) if threshold is None else float(threshold)
         self._model = None
         self._tokenizer = None
         self._memory: OrderedDict[tuple[str, str], float] = OrderedDict()
