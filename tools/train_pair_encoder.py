@@ -203,6 +203,9 @@ def main(argv=None) -> int:
     ap.add_argument("--threshold", type=float, default=None, help="use this threshold (no --by-file pick)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--oof-out", default=None, help="write the out-of-fold probabilities here (JSONL)")
+    ap.add_argument("--no-curves", action="store_true",
+                    help="print nothing of a --holdout file but what --oof-out writes (keep a validation set blind "
+                         "until a threshold is chosen on another)")
     a = ap.parse_args(argv)
     import torch
     torch.set_num_threads(max(1, os.cpu_count() or 1))
@@ -250,6 +253,9 @@ def main(argv=None) -> int:
                 with open(f"{a.oof_out}.{Path(h).stem}", "w", encoding="utf-8") as f:
                     for e, p in zip(held, probs):
                         f.write(json.dumps({**e, "p": round(p, 6)}) + "\n")
+            if a.no_curves:
+                print(f"held out {Path(h).name}: {len(held)} pairs scored (--no-curves)")
+                continue
             print(f"held out {Path(h).name}: rules alone {figures(held, [0.0] * len(held), 2.0)}; "
                   f"+ encoder at {threshold:.2f}: {figures(held, probs, threshold)}")
             # the curve is printed to be reported, not to pick the threshold by (that would
