@@ -626,14 +626,13 @@ def test_the_users_own_change_beside_stop_40s_guards_still_counts(rules, old, ke
     ("Works at Siemens Healthineers", None, "Last day at Siemens Healthineers was Thursday, they gave me a plant"),
     ("Junior analyst", "job_title", "my manager finally made me a senior analyst, same desk though"),
     ("Has a hamster called Biscuit", None, "RIP Biscuit, you were the best tiny gremlin"),
-    ("Works at Tesco", "employer", "got the job at Ocado!! orientation on Monday"),
     ("Works at Infosys", "employer", "my new Wipro badge has the worst photo ever"),
     ("Works at Aldi", "employer", "handed back my Aldi uniform and name badge this morning, onwards"),
-    ("kofi.b@uni-ghana.edu.gh", "email", "the uni shut my inbox, kofi.boateng.work@gmail.com for everything from now on"),
+    ("kofi.b@uni-ghana.edu.gh", "email", "the uni shut my inbox, kofi.boateng.work@gmail.com is the one to use"),
 ])
 def test_stop_40s_endings_and_replacements(rules, old, key, new):
     """Recall classes from four more authors' misses: a last day at the employer, a title
-    someone made the user, "RIP" and a name, an e-mail used "from now on", the job got, a new
+    someone made the user, "RIP" and a name, an e-mail that is "the one to use", a new
     employer's badge, the old one's uniform handed back."""
     [c] = rules.compare(fact("b", new), [fact("a", old, key=key, days_ago=300)])
     assert c.older == "a", c
