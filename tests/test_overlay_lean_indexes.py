@@ -171,3 +171,33 @@ def test_a_postgres_overlay_of_the_previous_version_keeps_every_row_and_gets_the
                            ("SELECT id FROM facts WHERE next_change <= 1e12", "facts_next_change")):
             plan = "\n".join(r[0] for r in pg.conn.execute("EXPLAIN " + sql))
             assert index in plan, plan
+
+
+def test_index_builds_after_a_load_sort_with_helper_threads_and_put_the_setting_back(tmp_path):
+    """create_indexes() raises `PRAGMA threads` to SORT_THREADS around the CREATE INDEX
+    statements a bulk load's drop returned, and leaves the connection's setting as it was."""
+    from memwatch_overlay.overlay.engine.sync import SyncEngine
+    from memwatch_overlay.overlay.store.facts import SORT_THREADS
+    from memwatch_overlay.rules.config import Config, SourceConfig
+    store_path = tmp_path / "agent.db"
+    src = sqlite3.connect(store_path)
+    src.execute("CREATE TABLE agent_facts (id INTEGER PRIMARY KEY, user_id TEXT, fact_value TEXT)")
+    src.executemany("INSERT INTO agent_facts (user_id, fact_value) VALUES (?, ?)",
+                    [(f"u{i % 40}", f"Lives in City {i}") for i in range(2000)])
+    src.commit()
+    src.close()
+    source = SourceConfig(name="bot", connector="sqlite", path=str(store_path), table="agent_facts", id=["id"],
+                          text="fact_value", subject="user_id")
+    with OverlayStore(tmp_path / "overlay.db") as overlay:
+        before = overlay.conn.execute("PRAGMA threads").fetchone()[0]
+        seen: list[str] = []
+        overlay.conn.set_trace_callback(seen.append)
+        SyncEngine(overlay, Config(sources=[source])).sync(source, full=True, as_of=1796000000.0)
+        overlay.conn.set_trace_callback(None)
+        builds = [i for i, sql in enumerate(seen) if sql.lstrip().upper().startswith("CREATE INDEX")]
+        raised = [i for i, sql in enumerate(seen) if sql == f"PRAGMA threads = {SORT_THREADS}"]
+        restored = [i for i, sql in enumerate(seen) if sql == f"PRAGMA threads = {before}"]
+        assert builds and raised and restored, seen[-20:]
+        assert raised[0] < builds[0] and builds[-1] < restored[-1]
+        assert overlay.conn.execute("PRAGMA threads").fetchone()[0] == before
+        assert _index_entries(overlay.conn, "facts_block") == 2000
