@@ -153,7 +153,8 @@ def build_detector(a) -> Detector:
     return det
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The command line (tools/pair_model_curve.py builds its detector from the same options)."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("cases")
     ap.add_argument("--out", required=True, help="where to write the predictions (JSONL)")
@@ -175,7 +176,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--exclude-subtype", action="append", default=[],
                     help="leave out cases of this subtype when scoring (repeatable)")
     ap.add_argument("--show-errors", action="store_true", help="print false positives/negatives")
-    a = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parser().parse_args(argv)
 
     cases = load_cases(a.cases)
     detector = build_detector(a)

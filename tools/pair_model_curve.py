@@ -4,45 +4,48 @@
 Usage:
     python tools/pair_model_curve.py CASES.jsonl [--at 0.63 0.82]
 
-Runs the default mode (rules + the shipped pair model, no embeddings) over every case with the
-pair model's threshold lowered to FLOOR, reads each flag's kind from its evidence (the rules',
-or "learned pair model P"), and prints, for thresholds from 0.30 to 0.95 (or those of --at),
-the true and false flags the pair model adds beyond the rules and the default mode's overall
-precision and recall at that threshold. Nothing is fitted and nothing is written: it measures
-the shipped model, for choosing its threshold on one set and checking the choice on another.
+Runs the default mode (rules + the shipped pair model, no embeddings; the detector
+benchmarks/eval_contradictions.py builds) over every case, keeps the pair model's probability
+of each pair it weighs (the pairs the rules leave open), and prints, for thresholds from 0.30
+to 0.95 (or those of --at), the true and false flags the pair model adds beyond the rules and
+the default mode's overall precision and recall at that threshold. Nothing is fitted and
+nothing is written: it measures the shipped model, for choosing its threshold on one set and
+checking the choice on another.
 """
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import eval_contradictions as ev  # noqa: E402
 
-FLOOR = 0.3
-_LEARNED = re.compile(r"learned pair model ([0-9.]+)")
-
 
 def memories(path: str) -> list[tuple[bool, bool, float | None]]:
-    """(contradicted, flagged by the rules, the pair model's probability if it flagged) per memory."""
-    args = SimpleNamespace(embeddings=False, no_pair_encoder=True, pair_encoder_weights=None,
-                           pair_encoder_threshold=None, judge_url=None, no_learned=False, pack=None,
-                           threshold=None, model=None, gated=False, judge_model=None)
-    det = ev.build_detector(args)
-    det.learned.threshold = lambda mode: FLOOR
+    """(contradicted, flagged by the rules, the pair model's probability or None) per memory."""
+    det = ev.build_detector(ev.parser().parse_args([path, "--out", "-"]))
+    weighed: dict[str, float | None] = {}           # older ref -> probability, for the current case
+    score = det._pair_probability
+
+    def recorded(new, old, *args, **kwargs):
+        p = weighed[old.ref] = score(new, old, *args, **kwargs)
+        return p
+
+    det._pair_probability = recorded
     out = []
     for case in ev.load_cases(path):
+        weighed.clear()
+        det._pair_scores.clear()            # a pair met in an earlier case is scored again, and recorded
         pred = ev.predict(det, case)
         gold = {e["memory_index"] for e in case["expected"] if e["verdict"] == "contradicted"}
         for i in range(len(case["memories"])):
-            evidence = pred["evidence"].get(f"m{i}")
-            m = _LEARNED.search(evidence) if evidence else None
-            out.append((i in gold, bool(evidence) and m is None, float(m.group(1)) if m else None))
+            ref = f"m{i}"
+            evidence = pred["evidence"].get(ref, "")
+            rule = bool(evidence) and "learned pair model" not in evidence
+            out.append((i in gold, rule, None if rule else weighed.get(ref)))
     return out
 
 

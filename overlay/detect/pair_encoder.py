@@ -67,9 +67,11 @@ class PairEncoder:
 
     ``threshold`` is where the detector flags a pair: the weights file's (chosen when it was
     trained) unless one is given (`[embeddings] pair_encoder_threshold`: a point of the
-    precision/recall curve docs/contradictions.md measures). Only probabilities are kept in
-    the overlay's verdict table, so a new threshold needs no pair read again. ``model_name`` stamps the verdicts kept in the overlay: the base model and a
-    digest of the adapter weights, so a retrained encoder never reads an older one's answers.
+    precision/recall curve docs/contradictions.md measures). The detector compares the
+    probability kept in the overlay's verdict table with the threshold in force (the flag
+    stored beside it is not read back), so a new threshold needs no pair read again.
+    ``model_name`` stamps those verdicts: the base model and a digest of the adapter weights,
+    so a retrained encoder never reads an older one's answers.
     """
 
     def __init__(self, base: str | os.PathLike | None = None, weights: str | os.PathLike | None = None,

@@ -164,12 +164,9 @@ class FactsRepo(RepoBase):
         """Run the CREATE INDEX statements drop_bulk_indexes() returned. On SQLite each build
         sorts with SORT_THREADS helper threads (`PRAGMA threads`; the setting is put back
         after): after a bulk load nothing else runs, and the 1M first audit's four builds took
-        1.23-1.27 s instead of 1.62-2.01 s (stop 40, docs/benchmarks.md)."""
+        1.23-1.27 s instead of 1.62-2.01 s (stop 40, docs/benchmarks.md). (On Postgres
+        drop_bulk_indexes() drops nothing, so there is nothing to build.)"""
         if not statements:
-            return
-        if self.dialect != "sqlite":
-            for sql in statements:
-                self.conn.execute(sql)
             return
         before = self.conn.execute("PRAGMA threads").fetchone()[0]
         self.conn.execute(f"PRAGMA threads = {SORT_THREADS}")
