@@ -614,10 +614,11 @@ def test_habits_of_speech_dreams_and_other_peoples_details_are_not_the_users_cha
     ("Works at Ocado", "employer", "landed my dream job at NASA, start date was Monday, badge works"),
     ("Phone is 07700 900123", "phone", "I changed my number, it's 07700 900456 now"),
     ("Phone is 07700 900123", "phone", "The user changed their number to 07700 900456"),
+    ("Phone is 07700 900123", "phone", "my work phone has a new number: 07700 900456"),
 ])
 def test_the_users_own_change_beside_stop_40s_guards_still_counts(rules, old, key, new):
     """The user's own versions of those: a past habit, a proposal answered, a move, a dream
-    job, their own new number."""
+    job, their own new number (a phone of theirs that "has a new number" is not someone else)."""
     [c] = rules.compare(fact("b", new), [fact("a", old, key=key, days_ago=300)])
     assert c.older == "a", c
 
