@@ -495,6 +495,9 @@ def _singular(w: str) -> str:
     return " ".join(words)
 
 
+_PLANS_CACHE = 4096      # masks whose slot plans Extractor._plans_for keeps
+
+
 class Extractor:
     """Reads slots and cues from texts with one compiled pack.
 
@@ -512,6 +515,7 @@ class Extractor:
         if parts is None:
             parts = pack.__dict__[key] = self._compile(pack, prefilter)
         self.guards, self._prefilter, self._guard_bits, self._plans, self._cue_plan, self._cue_bits = parts
+        self._plans_of: dict[int, tuple] = {}       # _plans_for(): a text's mask -> its plans
         self._silent_of: list | None = None         # _silent(): the clauses last asked about
         self._silent_is: set[str] = set()
 
@@ -634,16 +638,24 @@ class Extractor:
             anywhere |= m
         infos: list[_Clause] = []
         out: list[Slot] = []
-        for sd, plan in self._plans:
+        for sd, plan in self._plans_for(anywhere):
             if category and category != "general" and sd.category != category:
                 continue
-            if not anywhere & plan.bits:
-                continue                    # none of the slot's regexes can match this text
             if not infos:
                 silent = self._silent(parts)
                 infos = [_Clause(c, s in silent, m, self.guards) for (c, s), m in zip(parts, masks)]
             out.extend(self._slot(sd, plan, infos))
         return _dedupe(out)
+
+    def _plans_for(self, anywhere: int) -> tuple:
+        """The slot plans of which some regex may match a text whose clauses' masks, or-ed, are
+        ``anywhere`` (in plan order). Texts of one kind share a mask: kept per mask."""
+        got = self._plans_of.get(anywhere)
+        if got is None:
+            if len(self._plans_of) >= _PLANS_CACHE:
+                self._plans_of.clear()
+            got = self._plans_of[anywhere] = tuple((sd, plan) for sd, plan in self._plans if anywhere & plan.bits)
+        return got
 
     def cues(self, parts: list[tuple[str, str]], masks: list[int] | None = None) -> list[CueHit]:
         hits = []
