@@ -74,6 +74,55 @@ def corpus_examples() -> list[dict]:
             for r in rows]
 
 
+# Texting shorthand for --augment (whole words, lower case): how people shorten in chat.
+_SHORT = {"you": "u", "are": "r", "because": "bc", "with": "w/", "tomorrow": "tmrw", "tonight": "tonite",
+          "please": "pls", "people": "ppl", "about": "abt", "really": "rly", "though": "tho", "thanks": "thx",
+          "before": "b4", "probably": "prob", "something": "smth", "your": "ur", "okay": "ok", "don't": "dont",
+          "going to": "gonna", "want to": "wanna", "i am": "im", "i'm": "im", "i've": "ive", "it's": "its"}
+_SHORT_RX = None
+
+
+def restyle(text: str, rng: random.Random) -> str:
+    """The same text written in another register, its meaning kept (--augment): lower case
+    without closing punctuation or apostrophes (texting), no punctuation at all (a voice
+    transcript), chat shorthand ("bc", "w/", "u"), or a typo in one longer word. Generic
+    transforms of the surface: none is written for a case, and a label never changes."""
+    global _SHORT_RX
+    import re
+    kind = rng.randrange(4)
+    if kind == 0:
+        return text.lower().replace("'", "").replace("\u2019", "").rstrip(".!")
+    if kind == 1:
+        return re.sub(r"\s+", " ", re.sub(r"[^\w\s@+]", " ", text)).strip()
+    if kind == 2:
+        if _SHORT_RX is None:
+            _SHORT_RX = re.compile(r"\b(" + "|".join(re.escape(k) for k in sorted(_SHORT, key=len, reverse=True))
+                                   + r")\b", re.I)
+        return _SHORT_RX.sub(lambda m: _SHORT[m.group(0).lower()], text.lower())
+    words = text.split(" ")
+    long = [i for i, w in enumerate(words) if len(w) >= 6 and w.isalpha()]
+    if not long:
+        return text
+    i = rng.choice(long)
+    w = words[i]
+    j = rng.randrange(1, len(w) - 2)
+    words[i] = w[:j] + w[j + 1] + w[j] + w[j + 2:] if rng.random() < 0.5 else w[:j] + w[j + 1:]
+    return " ".join(words)
+
+
+def _augmented(pair: tuple[str, str], p: float, rng: random.Random) -> tuple[str, str]:
+    """``pair`` with each text restyled with probability ``p`` (the older input's "key: " kept)."""
+    if p <= 0.0:
+        return pair
+    old, new = pair
+    if rng.random() < p:
+        new = restyle(new, rng)
+    if rng.random() < p:
+        key, sep, text = old.rpartition(": ")
+        old = key + sep + restyle(text, rng) if sep else restyle(old, rng)
+    return old, new
+
+
 def fit(examples: list[dict], a, seed: int = 0):
     import torch
     import transformers
@@ -100,7 +149,8 @@ def fit(examples: list[dict], a, seed: int = 0):
         rng.shuffle(order)
         for i in range(0, len(order), batch):
             b = order[i:i + batch]
-            enc = tok([e["pair"][0] for e in b], [e["pair"][1] for e in b], truncation=True,
+            pairs = [_augmented(e["pair"], a.augment, rng) for e in b]
+            enc = tok([x[0] for x in pairs], [x[1] for x in pairs], truncation=True,
                       max_length=pe.MAX_TOKENS, padding=True, return_tensors="pt")
             loss = loss_fn(model(**enc).logits.reshape(-1), torch.tensor([float(e["y"]) for e in b]))
             loss.backward()
@@ -202,11 +252,16 @@ def main(argv=None) -> int:
     ap.add_argument("--min-precision", type=float, default=0.9)
     ap.add_argument("--threshold", type=float, default=None, help="use this threshold (no --by-file pick)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--augment", type=float, default=0.0,
+                    help="restyle each training text with this probability per epoch (restyle(): texting, no "
+                         "punctuation, shorthand, a typo); 0: as trained up to stop 40")
+    ap.add_argument("--out", default=None, help="write the weights here instead of rules/ (implies --write)")
     ap.add_argument("--oof-out", default=None, help="write the out-of-fold probabilities here (JSONL)")
     ap.add_argument("--no-curves", action="store_true",
                     help="print nothing of a --holdout file but what --oof-out writes (keep a validation set blind "
                          "until a threshold is chosen on another)")
     a = ap.parse_args(argv)
+    a.write = a.write or a.out is not None
     import torch
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     rules = Detector(learned=False)
@@ -264,10 +319,11 @@ def main(argv=None) -> int:
                 print(f"  {Path(h).name} at {th}: {figures(held, probs, th)}")
         if a.write:
             meta = {"threshold": threshold, "scale": 1.0, "rank": a.rank, "epochs": a.epochs, "lr": a.lr,
-                    "seed": a.seed, "trained_on": sorted(by_file) + ["tools/pair_corpus.jsonl"],
+                    "seed": a.seed, "augment": a.augment, "trained_on": sorted(by_file) + ["tools/pair_corpus.jsonl"],
                     "base": "all-MiniLM-L6-v2", "max_tokens": pe.MAX_TOKENS}
-            save(model, adapters, pe.weights_path(), meta)
-            print(f"wrote {pe.weights_path()}")
+            out = Path(a.out) if a.out else pe.weights_path()
+            save(model, adapters, out, meta)
+            print(f"wrote {out}")
     return 0
 
 

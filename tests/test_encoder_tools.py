@@ -1,0 +1,80 @@
+"""The pair-encoder tools' own logic, without a model: tools/encoder_layers.py's reading of a
+detector record and tools/train_pair_encoder.py's restyling of training texts (--augment)."""
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import encoder_layers as el  # noqa: E402
+import train_pair_encoder as tpe  # noqa: E402
+
+
+def _row(contradicted: bool, layer: str | None = None, closed: str | None = None, p: float = 0.0) -> dict:
+    return {"case": "c", "memory": 0, "contradicted": contradicted, "layer": layer, "closed": closed, "p": p}
+
+
+def test_evidence_names_its_layer():
+    assert el.layer_of('pair encoder 0.93: "joined Stripe"') == "encoder"
+    assert el.layer_of('learned pair model 0.71 (slot "employer"): "x"') == "learned"
+    assert el.layer_of('"left" in a clause similar to it (cosine 0.74): "x"') == "semcue"
+    assert el.layer_of('employer "Google" ended: "I left Google"') == "rules"
+
+
+def test_other_probabilities_change_only_what_the_encoder_may_read():
+    rows = [
+        _row(True, "rules"),                          # the rules' flag stands whatever the encoder says
+        _row(False, "learned"),                       # so does the pair model's (a false one here)
+        _row(True, None, None, 0.5),                  # open: flagged at p >= threshold
+        _row(False, "encoder", None, 0.9),            # the shipped encoder's false flag: open, re-decided
+        _row(True, None, "elsewhere", 0.99),          # kept from the encoder: never flagged by it
+        _row(False, None, "entity", 0.99),
+    ]
+    shipped = [r["p"] for r in rows]
+    assert el.simulate(rows, shipped, 0.72) == {"P": 0.333, "R": 0.333, "tp": 1, "fp": 2, "fn": 2}
+    other = [0.0, 0.0, 0.8, 0.1, 0.0, 0.0]
+    assert el.simulate(rows, other, 0.72) == {"P": 0.667, "R": 0.667, "tp": 2, "fp": 1, "fn": 1}
+    assert el.simulate(rows, other, 0.85) == {"P": 0.5, "R": 0.333, "tp": 1, "fp": 1, "fn": 2}
+
+
+def test_misses_are_counted_by_where_they_went():
+    rows = [_row(True, None, "elsewhere", 0.9), _row(True, None, None, 0.05), _row(True, None, None, 0.61),
+            _row(True, None, None, 0.64), _row(True, "encoder", None, 0.95), _row(False, None, None, 0.3)]
+    assert el.fates(rows) == {"encoder 0.0-": 1, "encoder 0.6-": 2, "kept from it: elsewhere": 1}
+
+
+class _Scripted:
+    """A random.Random stand-in answering from a script (which restyling, which word, where)."""
+
+    def __init__(self, *answers):
+        self.answers = list(answers)
+
+    def randrange(self, *args):
+        return self.answers.pop(0)
+
+    def random(self):
+        return self.answers.pop(0)
+
+    def choice(self, seq):
+        return seq[self.answers.pop(0)]
+
+
+def test_each_restyling_keeps_the_meaning_and_changes_the_surface():
+    text = "I'm going to start at Stripe because the commute is better."
+    assert tpe.restyle(text, _Scripted(0)) == "im going to start at stripe because the commute is better"
+    assert tpe.restyle("My e-mail is bo@x.com, thanks!", _Scripted(1)) == "My e mail is bo@x com thanks"
+    assert tpe.restyle(text, _Scripted(2)) == "im gonna start at stripe bc the commute is better."
+    # a typo in one longer word: two letters swapped, or one dropped
+    assert tpe.restyle(text, _Scripted(3, 2, 1, 0.2)) == "I'm going to start at Stripe because the cmomute is better."
+    assert tpe.restyle(text, _Scripted(3, 0, 1, 0.9)) == "I'm going to start at Sripe because the commute is better."
+    assert tpe.restyle("ok fine", _Scripted(3)) == "ok fine"          # no word long enough: as it was
+
+
+def test_augmenting_keeps_the_older_inputs_key():
+    text = "I'm going to start at Stripe because the commute is better."
+    old, new = tpe._augmented(("employer: Works at Infosys.", text), 1.0, random.Random(5))
+    assert old.startswith("employer: ") and new != text
+    assert tpe._augmented(("employer: Infosys", text), 0.0, random.Random(5)) == ("employer: Infosys", text)

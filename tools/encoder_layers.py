@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Where the embeddings mode's flags and misses come from, and what other encoder weights would score.
+
+Usage (needs the `embeddings` extra):
+    python tools/encoder_layers.py CASES.jsonl [--weights W.safetensors ...] [--at 0.6 0.72 0.8]
+        [--record PAIRS.jsonl]
+
+Runs the embeddings mode (the detector benchmarks/eval_contradictions.py builds with
+--embeddings: rules, the pair model, the pair encoder) over every case once and records, per
+(case, memory): whether it is contradicted, which layer flagged it (rules, learned, the
+semantic cue layer, the encoder, or none), why the rules kept it from the learned layers when
+they did (`entity`: the two texts open with different names and are never compared;
+`confirmed`, `ends_other`, `elsewhere`, `someone_else`: the rules' reading; `keys`: the store
+keys settle it), and the shipped encoder's probability of every pair, read or not. Printed
+(aggregates only, no text): the mode's precision and recall, where its misses go, and for the
+shipped encoder and each --weights file the mode's figures at each --at threshold, computed
+from the record: what the rules and the pair model flag stays flagged, and a pair open to the
+encoder is flagged when its probability reaches the threshold. (The semantic cue layer reads
+only pairs the encoder left; its few flags are kept as recorded.) One detector run serves
+every set of weights: this is how stop 41 compared encoder recipes on the validation authors.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+FLAGGING = ("rules", "learned", "semcue")      # layers whose flags do not depend on the encoder
+
+
+def layer_of(evidence: str) -> str:
+    """The layer a contradiction's evidence names."""
+    if evidence.startswith("pair encoder"):
+        return "encoder"
+    if evidence.startswith("learned pair model"):
+        return "learned"
+    if "in a clause similar" in evidence:
+        return "semcue"
+    return "rules"
+
+
+def simulate(rows: list[dict], probs: list[float], threshold: float) -> dict:
+    """The mode's figures were the encoder's probabilities ``probs`` (one per row): ``rows``
+    as record() writes them."""
+    tp = fp = fn = 0
+    for r, p in zip(rows, probs):
+        flag = r["layer"] in FLAGGING or (r["closed"] is None and p >= threshold)
+        tp += flag and r["contradicted"]
+        fp += flag and not r["contradicted"]
+        fn += r["contradicted"] and not flag
+    return {"P": round(tp / (tp + fp), 3) if tp + fp else 0.0, "R": round(tp / (tp + fn), 3) if tp + fn else 0.0,
+            "tp": tp, "fp": fp, "fn": fn}
+
+
+def fates(rows: list[dict]) -> dict[str, int]:
+    """Where the contradicted memories the mode missed went: kept from the encoder (by why), or
+    read by it and scored below its threshold (by tenth of probability)."""
+    out: Counter = Counter()
+    for r in rows:
+        if not r["contradicted"] or r["layer"] is not None:
+            continue
+        out[f"kept from it: {r['closed']}" if r["closed"] else f"encoder {int(min(r['p'], 0.99) * 10) / 10:.1f}-"] += 1
+    return dict(sorted(out.items()))
+
+
+def record(path: str) -> list[dict]:
+    """One row per (case, memory) of the cases file (see the module docstring)."""
+    import eval_contradictions as ev
+    from memwatch_overlay.overlay.detect.pair_encoder import older_input
+
+    det = ev.build_detector(ev.parser().parse_args([path, "--out", "-", "--embeddings"]))
+    rows = []
+    for case in ev.load_cases(path):
+        pred = ev.predict(det, case)
+        newer, olders = _views(ev, case)
+        nr = det.read(newer)
+        probs = det.pair_encoder.probabilities(
+            [(older_input(det._own_key(o), det._capped(o.text)), det._capped(newer.text)) for o in olders])
+        gold = {e["memory_index"] for e in case["expected"] if e["verdict"] == "contradicted"}
+        for i, (old, p) in enumerate(zip(olders, probs)):
+            evidence = pred["evidence"].get(old.ref)
+            orr = det.read(old)
+            v = det._pair_against(newer, nr, old, orr)
+            closed = ("entity" if nr.entity and orr.entity and nr.entity != orr.entity
+                      else "confirmed" if v.confirmed else "ends_other" if v.ends_other
+                      else "elsewhere" if v.elsewhere else "someone_else" if v.someone_else
+                      else "keys" if det._settled_by_keys(newer, old) else None)
+            rows.append({"case": case["id"], "memory": i, "contradicted": i in gold,
+                         "layer": None if evidence is None else layer_of(evidence.split(": ", 1)[1]),
+                         "closed": closed, "p": round(float(p), 6)})
+    return rows
+
+
+def probabilities(path: str, weights: str) -> list[float]:
+    """The encoder's probability of every (case, memory) pair with these weights, in record()'s order."""
+    import eval_contradictions as ev
+    from memwatch_overlay.overlay.detect.detector import Detector
+    from memwatch_overlay.overlay.detect.pair_encoder import PairEncoder, older_input
+
+    det = Detector(learned=False)
+    pairs = []
+    for case in ev.load_cases(path):
+        newer, olders = _views(ev, case)
+        pairs += [(older_input(det._own_key(o), det._capped(o.text)), det._capped(newer.text)) for o in olders]
+    return [float(p) for p in PairEncoder(weights=weights).probabilities(pairs)]
+
+
+def _views(ev, case: dict):
+    """(newer, olders) FactViews of a case, as eval_contradictions.predict builds them."""
+    cat = case.get("category") or "general"
+    olders = [ev.FactView(ref=f"m{i}", subject="case", key=m.get("key"), text=m["text"],
+                          category=m.get("category") or cat, learned_at=ev.T0 - float(m.get("age_days") or 0) * ev.DAY)
+              for i, m in enumerate(case["memories"])]
+    newer = ev.FactView(ref="new", subject="case", key=None, text=case["new_text"], category=cat, learned_at=ev.T0)
+    return newer, olders
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("cases")
+    ap.add_argument("--weights", nargs="*", default=[], help="other pair-encoder weights to score through the mode")
+    ap.add_argument("--at", nargs="*", type=float, default=[0.6, 0.72, 0.8, 0.9])
+    ap.add_argument("--record", default=None, help="also write the rows here (JSONL, no text)")
+    a = ap.parse_args(argv)
+    rows = record(a.cases)
+    if a.record:
+        with open(a.record, "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(r) + "\n" for r in rows)
+    flagged = Counter((r["layer"], r["contradicted"]) for r in rows if r["layer"])
+    print("flags by layer (right / wrong):",
+          ", ".join(f"{k} {flagged[(k, True)]} / {flagged[(k, False)]}" for k in sorted({k for k, _ in flagged})))
+    print("misses:", fates(rows))
+    for name, probs in [("shipped", [r["p"] for r in rows])] + [(w, probabilities(a.cases, w)) for w in a.weights]:
+        for th in a.at:
+            print(f"{name} at {th}: {simulate(rows, probs, th)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
