@@ -53,8 +53,9 @@ def load_cases(path: str) -> list[dict]:
     return cases
 
 
-def predict(detector: Detector, case: dict) -> dict:
-    """Run the detector on one case; return the prediction line."""
+def case_views(case: dict) -> tuple[FactView, list[FactView]]:
+    """(newer, olders): a case's new text and its memories as the detector sees them, all of one
+    subject, each memory learned ``age_days`` before the new text (refs "new", "m0", "m1" ...)."""
     cat = case.get("category") or "general"
     olders = [FactView(ref=f"m{i}", subject="case", key=m.get("key"), text=m["text"],
                        category=m.get("category") or cat,
@@ -62,6 +63,12 @@ def predict(detector: Detector, case: dict) -> dict:
               for i, m in enumerate(case["memories"])]
     newer = FactView(ref="new", subject="case", key=None, text=case["new_text"], category=cat,
                      learned_at=T0)
+    return newer, olders
+
+
+def predict(detector: Detector, case: dict) -> dict:
+    """Run the detector on one case; return the prediction line."""
+    newer, olders = case_views(case)
     found = detector.compare(newer, olders)
     flagged = sorted(int(c.older[1:]) for c in found)
     update = None

@@ -159,7 +159,7 @@ def test_trained_weights_read_back_as_trained(tmp_path):
     import train_pair_encoder as tpe
 
     class Args:
-        rank, lr, epochs = 4, 1e-3, 1
+        rank, lr, epochs, augment = 4, 1e-3, 1, 0.0
 
     examples = [{"pair": (older_input(k, o), n), "y": 1, "rule": False, "file": "t"} for o, k, n in CHANGES] + [
         {"pair": (older_input(k, o), n), "y": 0, "rule": False, "file": "t"} for o, k, n in LOOK_ALIKES]

@@ -77,7 +77,7 @@ def record(path: str) -> list[dict]:
     rows = []
     for case in ev.load_cases(path):
         pred = ev.predict(det, case)
-        newer, olders = _views(ev, case)
+        newer, olders = ev.case_views(case)
         nr = det.read(newer)
         probs = det.pair_encoder.probabilities(
             [(older_input(det._own_key(o), det._capped(o.text)), det._capped(newer.text)) for o in olders])
@@ -105,19 +105,9 @@ def probabilities(path: str, weights: str) -> list[float]:
     det = Detector(learned=False)
     pairs = []
     for case in ev.load_cases(path):
-        newer, olders = _views(ev, case)
+        newer, olders = ev.case_views(case)
         pairs += [(older_input(det._own_key(o), det._capped(o.text)), det._capped(newer.text)) for o in olders]
     return [float(p) for p in PairEncoder(weights=weights).probabilities(pairs)]
-
-
-def _views(ev, case: dict):
-    """(newer, olders) FactViews of a case, as eval_contradictions.predict builds them."""
-    cat = case.get("category") or "general"
-    olders = [ev.FactView(ref=f"m{i}", subject="case", key=m.get("key"), text=m["text"],
-                          category=m.get("category") or cat, learned_at=ev.T0 - float(m.get("age_days") or 0) * ev.DAY)
-              for i, m in enumerate(case["memories"])]
-    newer = ev.FactView(ref="new", subject="case", key=None, text=case["new_text"], category=cat, learned_at=ev.T0)
-    return newer, olders
 
 
 def main(argv=None) -> int:

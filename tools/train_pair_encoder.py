@@ -31,6 +31,7 @@ import argparse
 import json
 import os
 import random
+import re
 import sys
 import time
 from pathlib import Path
@@ -79,7 +80,8 @@ _SHORT = {"you": "u", "are": "r", "because": "bc", "with": "w/", "tomorrow": "tm
           "please": "pls", "people": "ppl", "about": "abt", "really": "rly", "though": "tho", "thanks": "thx",
           "before": "b4", "probably": "prob", "something": "smth", "your": "ur", "okay": "ok", "don't": "dont",
           "going to": "gonna", "want to": "wanna", "i am": "im", "i'm": "im", "i've": "ive", "it's": "its"}
-_SHORT_RX = None
+_SHORT_RX = re.compile(r"\b(" + "|".join(re.escape(k) for k in sorted(_SHORT, key=len, reverse=True)) + r")\b",
+                       re.I)
 
 
 def restyle(text: str, rng: random.Random) -> str:
@@ -87,17 +89,12 @@ def restyle(text: str, rng: random.Random) -> str:
     without closing punctuation or apostrophes (texting), no punctuation at all (a voice
     transcript), chat shorthand ("bc", "w/", "u"), or a typo in one longer word. Generic
     transforms of the surface: none is written for a case, and a label never changes."""
-    global _SHORT_RX
-    import re
     kind = rng.randrange(4)
     if kind == 0:
         return text.lower().replace("'", "").replace("\u2019", "").rstrip(".!")
     if kind == 1:
         return re.sub(r"\s+", " ", re.sub(r"[^\w\s@+]", " ", text)).strip()
     if kind == 2:
-        if _SHORT_RX is None:
-            _SHORT_RX = re.compile(r"\b(" + "|".join(re.escape(k) for k in sorted(_SHORT, key=len, reverse=True))
-                                   + r")\b", re.I)
         return _SHORT_RX.sub(lambda m: _SHORT[m.group(0).lower()], text.lower())
     words = text.split(" ")
     long = [i for i, w in enumerate(words) if len(w) >= 6 and w.isalpha()]
@@ -143,14 +140,13 @@ def fit(examples: list[dict], a, seed: int = 0):
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, s / (0.1 * steps)) * max(0.0, (steps - s) / steps))
     order = list(examples)
-    augment = getattr(a, "augment", 0.0)      # an Args-like object without it: as up to stop 40
     started = time.time()
     model.train()
     for epoch in range(a.epochs):
         rng.shuffle(order)
         for i in range(0, len(order), batch):
             b = order[i:i + batch]
-            pairs = [_augmented(e["pair"], augment, rng) for e in b]
+            pairs = [_augmented(e["pair"], a.augment, rng) for e in b]
             enc = tok([x[0] for x in pairs], [x[1] for x in pairs], truncation=True,
                       max_length=pe.MAX_TOKENS, padding=True, return_tensors="pt")
             loss = loss_fn(model(**enc).logits.reshape(-1), torch.tensor([float(e["y"]) for e in b]))
