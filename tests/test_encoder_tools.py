@@ -2,6 +2,7 @@
 detector record and tools/train_pair_encoder.py's restyling of training texts (--augment)."""
 from __future__ import annotations
 
+import json
 import random
 import sys
 from pathlib import Path
@@ -13,8 +14,10 @@ import encoder_layers as el  # noqa: E402
 import train_pair_encoder as tpe  # noqa: E402
 
 
-def _row(contradicted: bool, layer: str | None = None, closed: str | None = None, p: float = 0.0) -> dict:
-    return {"case": "c", "memory": 0, "contradicted": contradicted, "layer": layer, "closed": closed, "p": p}
+def _row(contradicted: bool, layer: str | None = None, closed: str | None = None, p: float = 0.0,
+         category: str | None = "fact") -> dict:
+    return {"case": "c", "memory": 0, "contradicted": contradicted, "layer": layer, "closed": closed, "p": p,
+            "category": category}
 
 
 def test_evidence_names_its_layer():
@@ -44,6 +47,28 @@ def test_misses_are_counted_by_where_they_went():
     rows = [_row(True, None, "elsewhere", 0.9), _row(True, None, None, 0.05), _row(True, None, None, 0.61),
             _row(True, None, None, 0.64), _row(True, "encoder", None, 0.95), _row(False, None, None, 0.3)]
     assert el.fates(rows) == {"encoder 0.0-": 1, "encoder 0.6-": 2, "kept from it: elsewhere": 1}
+
+
+def test_figures_per_category_split_the_same_rows():
+    rows = [_row(True, None, None, 0.9, "employment"), _row(True, None, None, 0.1, "employment"),
+            _row(False, None, None, 0.8, "location"), _row(True, "rules", None, 0.0, "location"),
+            _row(True, None, None, 0.9, None)]
+    probs = [r["p"] for r in rows]
+    per = el.by_category(rows, probs, 0.72)
+    assert per["employment"] == {"P": 1.0, "R": 0.5, "tp": 1, "fp": 0, "fn": 1}
+    assert per["location"] == {"P": 0.5, "R": 1.0, "tp": 1, "fp": 1, "fn": 0}
+    assert per["-"]["tp"] == 1                                  # a memory without a category
+    assert sum(f["tp"] for f in per.values()) == el.simulate(rows, probs, 0.72)["tp"]
+
+
+def test_a_stored_record_is_scored_without_the_detector(tmp_path, capsys):
+    rows = [_row(True, None, None, 0.9, "employment"), _row(False, "rules", None, 0.0, "location")]
+    rec = tmp_path / "rec.jsonl"
+    rec.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert el.main(["unused.jsonl", "--from-record", str(rec), "--at", "0.72", "--by-category"]) == 0
+    out = capsys.readouterr().out
+    assert "shipped at 0.72: {'P': 0.5, 'R': 1.0, 'tp': 1, 'fp': 1, 'fn': 0}" in out
+    assert "    employment: {'P': 1.0, 'R': 1.0, 'tp': 1, 'fp': 0, 'fn': 0}" in out
 
 
 class _Scripted:

@@ -3,7 +3,7 @@
 
 Usage (needs the `embeddings` extra):
     python tools/encoder_layers.py CASES.jsonl [--weights W.safetensors ...] [--at 0.6 0.72 0.8]
-        [--record PAIRS.jsonl]
+        [--record PAIRS.jsonl | --from-record PAIRS.jsonl] [--by-category]
 
 Runs the embeddings mode (the detector benchmarks/eval_contradictions.py builds with
 --embeddings: rules, the pair model, the pair encoder) over every case once and records, per
@@ -57,6 +57,16 @@ def simulate(rows: list[dict], probs: list[float], threshold: float) -> dict:
             "tp": tp, "fp": fp, "fn": fn}
 
 
+def by_category(rows: list[dict], probs: list[float], threshold: float) -> dict[str, dict]:
+    """simulate() per memory category (the category the case gives the older memory)."""
+    groups: dict[str, tuple[list, list]] = {}
+    for r, p in zip(rows, probs):
+        rs, ps = groups.setdefault(r.get("category") or "-", ([], []))
+        rs.append(r)
+        ps.append(p)
+    return {c: simulate(rs, ps, threshold) for c, (rs, ps) in sorted(groups.items())}
+
+
 def fates(rows: list[dict]) -> dict[str, int]:
     """Where the contradicted memories the mode missed went: kept from the encoder (by why), or
     read by it and scored below its threshold (by tenth of probability)."""
@@ -91,6 +101,7 @@ def record(path: str) -> list[dict]:
                       else "elsewhere" if v.elsewhere else "someone_else" if v.someone_else
                       else "keys" if det._settled_by_keys(newer, old) else None)
             rows.append({"case": case["id"], "memory": i, "contradicted": i in gold,
+                         "category": case["memories"][i].get("category"),
                          "layer": None if evidence is None else layer_of(evidence.split(": ", 1)[1]),
                          "closed": closed, "p": round(float(p), 6)})
     return rows
@@ -116,8 +127,15 @@ def main(argv=None) -> int:
     ap.add_argument("--weights", nargs="*", default=[], help="other pair-encoder weights to score through the mode")
     ap.add_argument("--at", nargs="*", type=float, default=[0.6, 0.72, 0.8, 0.9])
     ap.add_argument("--record", default=None, help="also write the rows here (JSONL, no text)")
+    ap.add_argument("--from-record", default=None,
+                    help="read the rows a --record run wrote for this cases file instead of running the detector")
+    ap.add_argument("--by-category", action="store_true", help="also print the figures per memory category")
     a = ap.parse_args(argv)
-    rows = record(a.cases)
+    if a.from_record:
+        with open(a.from_record, encoding="utf-8") as f:
+            rows = [json.loads(line) for line in f]
+    else:
+        rows = record(a.cases)
     if a.record:
         with open(a.record, "w", encoding="utf-8") as f:
             f.writelines(json.dumps(r) + "\n" for r in rows)
@@ -128,6 +146,9 @@ def main(argv=None) -> int:
     for name, probs in [("shipped", [r["p"] for r in rows])] + [(w, probabilities(a.cases, w)) for w in a.weights]:
         for th in a.at:
             print(f"{name} at {th}: {simulate(rows, probs, th)}")
+            if a.by_category:
+                for cat, fig in by_category(rows, probs, th).items():
+                    print(f"    {cat}: {fig}")
     return 0
 
 
