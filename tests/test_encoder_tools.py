@@ -71,6 +71,18 @@ def test_a_stored_record_is_scored_without_the_detector(tmp_path, capsys):
     assert "    employment: {'P': 1.0, 'R': 1.0, 'tp': 1, 'fp': 0, 'fn': 0}" in out
 
 
+def test_a_record_of_other_cases_is_refused_before_any_weights_are_read(tmp_path, capsys):
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"id": "x-1", "memories": [{"text": "a"}, {"text": "b"}], "new_text": "c"}) + "\n",
+                     encoding="utf-8")
+    rec = tmp_path / "rec.jsonl"
+    rec.write_text(json.dumps(dict(_row(True), case="x-1")) + "\n", encoding="utf-8")      # one pair of two
+    assert el.main([str(cases), "--from-record", str(rec), "--weights", "missing.safetensors"]) == 2
+    assert "was not recorded from" in capsys.readouterr().err
+    assert el.main([str(cases), "--from-record", str(tmp_path / "none.jsonl")]) == 2
+    assert "--from-record" in capsys.readouterr().err
+
+
 class _Scripted:
     """A random.Random stand-in answering from a script (which restyling, which word, where)."""
 

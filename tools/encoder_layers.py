@@ -81,7 +81,6 @@ def fates(rows: list[dict]) -> dict[str, int]:
 def record(path: str) -> list[dict]:
     """One row per (case, memory) of the cases file (see the module docstring)."""
     import eval_contradictions as ev
-    from memwatch_overlay.overlay.detect.pair_encoder import older_input
 
     det = ev.build_detector(ev.parser().parse_args([path, "--out", "-", "--embeddings"]))
     rows = []
@@ -89,8 +88,7 @@ def record(path: str) -> list[dict]:
         pred = ev.predict(det, case)
         newer, olders = ev.case_views(case)
         nr = det.read(newer)
-        probs = det.pair_encoder.probabilities(
-            [(older_input(det._own_key(o), det._capped(o.text)), det._capped(newer.text)) for o in olders])
+        probs = det.pair_encoder.probabilities([det.encoder_input(newer, o) for o in olders])
         gold = {e["memory_index"] for e in case["expected"] if e["verdict"] == "contradicted"}
         for i, (old, p) in enumerate(zip(olders, probs)):
             evidence = pred["evidence"].get(old.ref)
@@ -111,14 +109,26 @@ def probabilities(path: str, weights: str) -> list[float]:
     """The encoder's probability of every (case, memory) pair with these weights, in record()'s order."""
     import eval_contradictions as ev
     from memwatch_overlay.overlay.detect.detector import Detector
-    from memwatch_overlay.overlay.detect.pair_encoder import PairEncoder, older_input
+    from memwatch_overlay.overlay.detect.pair_encoder import PairEncoder
 
     det = Detector(learned=False)
     pairs = []
     for case in ev.load_cases(path):
         newer, olders = ev.case_views(case)
-        pairs += [(older_input(det._own_key(o), det._capped(o.text)), det._capped(newer.text)) for o in olders]
+        pairs += [det.encoder_input(newer, o) for o in olders]
     return [float(p) for p in PairEncoder(weights=weights).probabilities(pairs)]
+
+
+def pair_keys(path: str) -> list[tuple[str, int]]:
+    """(case id, memory index) of every pair of a cases file, in record()'s order."""
+    import eval_contradictions as ev
+    return [(case["id"], i) for case in ev.load_cases(path) for i in range(len(case["memories"]))]
+
+
+def read_record(path: str) -> list[dict]:
+    """The rows a --record run wrote."""
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
 
 
 def main(argv=None) -> int:
@@ -132,8 +142,16 @@ def main(argv=None) -> int:
     ap.add_argument("--by-category", action="store_true", help="also print the figures per memory category")
     a = ap.parse_args(argv)
     if a.from_record:
-        with open(a.from_record, encoding="utf-8") as f:
-            rows = [json.loads(line) for line in f]
+        try:
+            rows = read_record(a.from_record)
+        except (OSError, ValueError) as e:
+            print(f"error: --from-record {a.from_record}: {e}", file=sys.stderr)
+            return 2
+        # other weights' probabilities are read off the cases file and paired with the rows by position
+        if a.weights and [(r["case"], r["memory"]) for r in rows] != pair_keys(a.cases):
+            print(f"error: --from-record {a.from_record} was not recorded from {a.cases} (its pairs differ)",
+                  file=sys.stderr)
+            return 2
     else:
         rows = record(a.cases)
     if a.record:

@@ -34,6 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from memwatch_overlay.overlay.detect.detector import Detector, FactView  # noqa: E402
 from memwatch_overlay.overlay.detect.learned import Learned, load_cues, topic_features  # noqa: E402
@@ -43,6 +44,7 @@ import manner_corpus  # noqa: E402
 import pair_corpus  # noqa: E402
 import slot_corpus  # noqa: E402
 import topic_corpus  # noqa: E402
+from eval_contradictions import case_views, load_cases  # noqa: E402
 
 BUCKETS = 1 << 15
 T0 = 1_800_000_000.0
@@ -58,11 +60,6 @@ MANNER_PRUNE = 0.2      # 13 classes: weights under 0.1 dropped (at 0.01, 1.4 MB
 PROTO_SCALE = 20.0
 PAIR_FILES = {"rules": ROOT / "rules" / "pair_model.json",
               "embeddings": ROOT / "rules" / "pair_model_embeddings.json"}
-
-
-def load_cases(path: str) -> list[dict]:
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 # ---------------------------------------------------------------- topic model
@@ -296,11 +293,7 @@ def pair_examples(cases_by_file: dict[str, list[dict]], learned: Learned, embedd
     out = []   # (file, case, memory_index, features, label, rule_flag)
     for name, cases in cases_by_file.items():
         for c in cases:
-            cat = c.get("category") or "general"
-            olders = [FactView(f"m{i}", "case", m.get("key"), m["text"], m.get("category") or cat,
-                               T0 - float(m.get("age_days") or 0) * DAY)
-                      for i, m in enumerate(c["memories"])]
-            newer = FactView("new", "case", None, c["new_text"], cat, T0)
+            newer, olders = case_views(c)
             feats = det.pair_features(newer, olders)
             ent = det.read(newer).entity
             gold = {e["memory_index"] for e in c["expected"] if e["verdict"] == "contradicted"}

@@ -38,32 +38,25 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from memwatch_overlay.overlay.detect.detector import Detector, FactView  # noqa: E402
+from memwatch_overlay.overlay.detect.detector import Detector  # noqa: E402
 from memwatch_overlay.overlay.detect import pair_encoder as pe  # noqa: E402
+from eval_contradictions import case_views, load_cases  # noqa: E402
 
-T0 = 1_800_000_000.0
-DAY = 86400.0
 CORPUS = ROOT / "tools" / "pair_corpus.jsonl"
 
 
-def load_cases(path: str) -> list[dict]:
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
 def case_examples(path: str, rules: Detector) -> list[dict]:
-    """(older input, newer text, label, whether the rules alone flag it) per case memory."""
+    """(older input, newer text, label, whether the rules alone flag it) per case memory: the
+    case as the detector sees it (eval_contradictions.case_views), the pair as it reads it."""
     out = []
     for c in load_cases(path):
-        cat = c.get("category") or "general"
-        olders = [FactView(f"m{i}", "case", m.get("key"), m["text"], m.get("category") or cat,
-                           T0 - float(m.get("age_days") or 0) * DAY) for i, m in enumerate(c["memories"])]
-        newer = FactView("new", "case", None, c["new_text"], cat, T0)
+        newer, olders = case_views(c)
         flagged = {int(x.older[1:]) for x in rules.compare(newer, olders)}
         gold = {e["memory_index"] for e in c["expected"] if e["verdict"] == "contradicted"}
         for i, old in enumerate(olders):
-            out.append({"pair": (pe.older_input(rules._own_key(old), old.text), newer.text),
+            out.append({"pair": rules.encoder_input(newer, old),
                         "y": int(i in gold), "rule": i in flagged, "file": Path(path).name,
                         "group": f"{Path(path).name}:{c.get('group') or c['id']}"})
     return out

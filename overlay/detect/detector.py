@@ -301,6 +301,12 @@ class Detector:
         """`text` as the learned layer and the slots read it: its first max_text_chars."""
         return (text or "")[:self.max_text_chars]
 
+    def encoder_input(self, new: FactView, old: FactView) -> tuple[str, str]:
+        """The two texts the pair encoder reads for (older ``old``, newer ``new``): the older
+        with its store key when the key names something, both capped as the slots read them.
+        The training and measuring tools build their pairs with this too."""
+        return older_input(self._own_key(old), self._capped(old.text)), self._capped(new.text)
+
     def read(self, fact: FactView) -> Reading:
         """Slots, cues and anchors of one fact (cached by text, subject and key).
 
@@ -828,8 +834,7 @@ class Detector:
         todo = [old for old, sim in unread if self._encoder_gate(new, old, sim)]
         if not todo:
             return []
-        newer = self._capped(new.text)
-        probs = enc.probabilities([(older_input(self._own_key(o), self._capped(o.text)), newer) for o in todo])
+        probs = enc.probabilities([self.encoder_input(new, o) for o in todo])
         return [self._make(o, new, "semantic", min(p, 0.85), f'pair encoder {p:.2f}: "{_short(new.text)}"',
                            "EXPIRE", self._own_key(o), o.text, None)
                 for o, p in zip(todo, probs) if p >= enc.threshold]
