@@ -83,6 +83,21 @@ def test_a_record_of_other_cases_is_refused_before_any_weights_are_read(tmp_path
     assert "--from-record" in capsys.readouterr().err
 
 
+def test_fits_averaged_pair_by_pair_and_scored_as_one(tmp_path, capsys, monkeypatch):
+    assert el.averaged([[0.9, 0.25], [0.5, 0.75]]) == [0.7, 0.5]
+    rows = [_row(True, None, None, 0.5), _row(False, None, None, 0.5)]
+    rec = tmp_path / "rec.jsonl"
+    rec.write_text("".join(json.dumps(dict(r, memory=i)) + "\n" for i, r in enumerate(rows)), encoding="utf-8")
+    fits = {"a.safetensors": [0.9, 0.9], "b.safetensors": [0.7, 0.3]}
+    monkeypatch.setattr(el, "pair_keys", lambda path: [("c", 0), ("c", 1)])
+    monkeypatch.setattr(el, "probabilities", lambda path, weights: fits[weights])
+    assert el.main(["cases.jsonl", "--from-record", str(rec), "--weights", *fits, "--average", "--at", "0.72"]) == 0
+    out = capsys.readouterr().out
+    assert "a.safetensors at 0.72: {'P': 0.5, 'R': 1.0, 'tp': 1, 'fp': 1, 'fn': 0}" in out
+    # the mean (0.8, 0.6) flags the contradicted pair only
+    assert "average of 2 at 0.72: {'P': 1.0, 'R': 1.0, 'tp': 1, 'fp': 0, 'fn': 0}" in out
+
+
 class _Scripted:
     """A random.Random stand-in answering from a script (which restyling, which word, where)."""
 

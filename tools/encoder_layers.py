@@ -3,7 +3,7 @@
 
 Usage (needs the `embeddings` extra):
     python tools/encoder_layers.py CASES.jsonl [--weights W.safetensors ...] [--at 0.6 0.72 0.8]
-        [--record PAIRS.jsonl | --from-record PAIRS.jsonl] [--by-category]
+        [--record PAIRS.jsonl | --from-record PAIRS.jsonl] [--by-category] [--average]
 
 Runs the embeddings mode (the detector benchmarks/eval_contradictions.py builds with
 --embeddings: rules, the pair model, the pair encoder) over every case once and records, per
@@ -18,6 +18,8 @@ from the record: what the rules and the pair model flag stays flagged, and a pai
 encoder is flagged when its probability reaches the threshold. (The semantic cue layer reads
 only pairs the encoder left; its few flags are kept as recorded.) One detector run serves
 every set of weights: this is how stop 41 compared encoder recipes on the validation authors.
+--average also scores the mean of the --weights files' probabilities (an ensemble of fits: one
+forward pass per file and pair).
 """
 from __future__ import annotations
 
@@ -119,6 +121,11 @@ def probabilities(path: str, weights: str) -> list[float]:
     return [float(p) for p in PairEncoder(weights=weights).probabilities(pairs)]
 
 
+def averaged(runs: list[list[float]]) -> list[float]:
+    """The mean probability of each pair over several fits' runs (one list per fit, same order)."""
+    return [sum(ps) / len(ps) for ps in zip(*runs, strict=True)]
+
+
 def pair_keys(path: str) -> list[tuple[str, int]]:
     """(case id, memory index) of every pair of a cases file, in record()'s order."""
     import eval_contradictions as ev
@@ -140,6 +147,8 @@ def main(argv=None) -> int:
     ap.add_argument("--from-record", default=None,
                     help="read the rows a --record run wrote for this cases file instead of running the detector")
     ap.add_argument("--by-category", action="store_true", help="also print the figures per memory category")
+    ap.add_argument("--average", action="store_true",
+                    help="also score the mean of the --weights files' probabilities (an ensemble of the fits)")
     a = ap.parse_args(argv)
     if a.from_record:
         try:
@@ -161,7 +170,10 @@ def main(argv=None) -> int:
     print("flags by layer (right / wrong):",
           ", ".join(f"{k} {flagged[(k, True)]} / {flagged[(k, False)]}" for k in sorted({k for k, _ in flagged})))
     print("misses:", fates(rows))
-    for name, probs in [("shipped", [r["p"] for r in rows])] + [(w, probabilities(a.cases, w)) for w in a.weights]:
+    scored = [("shipped", [r["p"] for r in rows])] + [(w, probabilities(a.cases, w)) for w in a.weights]
+    if a.average and a.weights:
+        scored.append((f"average of {len(a.weights)}", averaged([p for _, p in scored[1:]])))
+    for name, probs in scored:
         for th in a.at:
             print(f"{name} at {th}: {simulate(rows, probs, th)}")
             if a.by_category:
