@@ -373,7 +373,7 @@ def test_notes_of_one_off_events_are_never_outdated(tmp_path):
     """"Had coffee with Ben near the office in Leeds" stays a true record of the past when the
     user later moves or changes jobs: among a user's 600 memories (374 such notes, 43 moves or homes,
     100 job statements), no note is the older side of a stored contradiction. A pair model refitted
-    with a corpus of state changes once flagged hundreds of them (README, "The pair corpus")."""
+    with a corpus of state changes once flagged hundreds of them (docs/history.md, "Stop 32: twice the pair corpus")."""
     store = _user_store(tmp_path / "bot.db", 600)
     _, _, rows, edges = _synced(tmp_path, store, "o")
     assert rows > 0                                          # the jobs and homes that change are found

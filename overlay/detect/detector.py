@@ -864,7 +864,7 @@ class Detector:
         asks for only the pairs the learned layer's gate relates (a topic the newer text wants
         that the older offers, a name of the older in the newer, or texts at least SIM_GATE
         similar). On six authors' cases the encoder never saw, the gate cost 0.12 of recall for
-        0.005 of precision (README, "Stop 39")."""
+        0.005 of precision (docs/history.md, "Stop 39")."""
         if not self.encoder_gate or self.learned is None:
             return True
         if sim is not None and sim[0] >= SIM_GATE:
