@@ -92,8 +92,8 @@ def test_fits_averaged_pair_by_pair_and_scored_as_one(tmp_path, capsys, monkeypa
     rec = tmp_path / "rec.jsonl"
     rec.write_text("".join(json.dumps(dict(r, memory=i)) + "\n" for i, r in enumerate(rows)), encoding="utf-8")
     fits = {"a.safetensors": [0.9, 0.9], "b.safetensors": [0.7, 0.3]}
-    monkeypatch.setattr(el, "pair_keys", lambda path: [("c", 0), ("c", 1)])
-    monkeypatch.setattr(el, "probabilities", lambda path, weights: fits[weights])
+    monkeypatch.setattr(el, "case_pairs", lambda path: ([("c", 0), ("c", 1)], [("old", "new"), ("old", "other")]))
+    monkeypatch.setattr(el, "probabilities", lambda pairs, weights: fits[weights])
     assert el.main(["cases.jsonl", "--from-record", str(rec), "--weights", *fits, "--average", "--at", "0.72"]) == 0
     out = capsys.readouterr().out
     assert "a.safetensors at 0.72: {'P': 0.5, 'R': 1.0, 'tp': 1, 'fp': 1, 'fn': 0}" in out

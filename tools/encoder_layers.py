@@ -107,29 +107,30 @@ def record(path: str) -> list[dict]:
     return rows
 
 
-def probabilities(path: str, weights: str) -> list[float]:
-    """The encoder's probability of every (case, memory) pair with these weights, in record()'s order."""
+def case_pairs(path: str) -> tuple[list[tuple[str, int]], list[tuple[str, str]]]:
+    """(case id, memory index) and the pair the encoder reads, for every (case, memory) of a
+    cases file, in record()'s order: built once, then scored with each set of weights."""
     import eval_contradictions as ev
     from memwatch_overlay.overlay.detect.detector import Detector
-    from memwatch_overlay.overlay.detect.pair_encoder import PairEncoder
 
     det = Detector(learned=False)
-    pairs = []
+    keys, pairs = [], []
     for case in ev.load_cases(path):
         newer, olders = ev.case_views(case)
+        keys += [(case["id"], i) for i in range(len(olders))]
         pairs += [det.encoder_input(newer, o) for o in olders]
+    return keys, pairs
+
+
+def probabilities(pairs: list[tuple[str, str]], weights: str) -> list[float]:
+    """The encoder's probability of each pair with these weights."""
+    from memwatch_overlay.overlay.detect.pair_encoder import PairEncoder
     return [float(p) for p in PairEncoder(weights=weights).probabilities(pairs)]
 
 
 def averaged(runs: list[list[float]]) -> list[float]:
     """The mean probability of each pair over several fits' runs (one list per fit, same order)."""
     return [sum(ps) / len(ps) for ps in zip(*runs, strict=True)]
-
-
-def pair_keys(path: str) -> list[tuple[str, int]]:
-    """(case id, memory index) of every pair of a cases file, in record()'s order."""
-    import eval_contradictions as ev
-    return [(case["id"], i) for case in ev.load_cases(path) for i in range(len(case["memories"]))]
 
 
 def read_record(path: str) -> list[dict]:
@@ -156,13 +157,14 @@ def main(argv=None) -> int:
         except (OSError, ValueError) as e:
             print(f"error: --from-record {a.from_record}: {e}", file=sys.stderr)
             return 2
-        # other weights' probabilities are read off the cases file and paired with the rows by position
-        if a.weights and [(r["case"], r["memory"]) for r in rows] != pair_keys(a.cases):
-            print(f"error: --from-record {a.from_record} was not recorded from {a.cases} (its pairs differ)",
-                  file=sys.stderr)
-            return 2
     else:
         rows = record(a.cases)
+    # other weights' probabilities are read off the cases file and paired with the rows by position
+    keys, pairs = case_pairs(a.cases) if a.weights else ([], [])
+    if a.from_record and a.weights and [(r["case"], r["memory"]) for r in rows] != keys:
+        print(f"error: --from-record {a.from_record} was not recorded from {a.cases} (its pairs differ)",
+              file=sys.stderr)
+        return 2
     if a.record:
         with open(a.record, "w", encoding="utf-8") as f:
             f.writelines(json.dumps(r) + "\n" for r in rows)
@@ -170,8 +172,8 @@ def main(argv=None) -> int:
     print("flags by layer (right / wrong):",
           ", ".join(f"{k} {flagged[(k, True)]} / {flagged[(k, False)]}" for k in sorted({k for k, _ in flagged})))
     print("misses:", fates(rows))
-    scored = [("shipped", [r["p"] for r in rows])] + [(w, probabilities(a.cases, w)) for w in a.weights]
-    if a.average and a.weights:
+    scored = [("shipped", [r["p"] for r in rows])] + [(w, probabilities(pairs, w)) for w in a.weights]
+    if a.average and len(a.weights) > 1:
         scored.append((f"average of {len(a.weights)}", averaged([p for _, p in scored[1:]])))
     for name, probs in scored:
         for th in a.at:
