@@ -7,13 +7,10 @@ import random
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
 import encoder_layers as el  # noqa: E402
-import soup_pair_encoder as soup  # noqa: E402
 import train_pair_encoder as tpe  # noqa: E402
 
 
@@ -99,61 +96,6 @@ def test_fits_averaged_pair_by_pair_and_scored_as_one(tmp_path, capsys, monkeypa
     assert "a.safetensors at 0.72: {'P': 0.5, 'R': 1.0, 'tp': 1, 'fp': 1, 'fn': 0}" in out
     # the mean (0.8, 0.6) flags the contradicted pair only
     assert "average of 2 at 0.72: {'P': 1.0, 'R': 1.0, 'tp': 1, 'fp': 0, 'fn': 0}" in out
-
-
-def _fit(seed: int, scale: float = 1.0):
-    torch = pytest.importorskip("torch")
-    g = torch.Generator().manual_seed(seed)
-    state = {"bert.encoder.layer.0.output.dense.lora_A": torch.randn(4, 6, generator=g).half(),
-             "bert.encoder.layer.0.output.dense.lora_B": torch.randn(5, 4, generator=g).half(),
-             "bert.pooler.dense.weight": torch.randn(3, 3, generator=g).half(),
-             "classifier.weight": torch.randn(1, 3, generator=g)}
-    return state, scale
-
-
-def test_a_soup_changes_the_weights_by_the_mean_of_the_fits_changes():
-    torch = pytest.importorskip("torch")
-    (a, ka), (b, kb) = _fit(1, 1.0), _fit(2, 0.5)
-    s = soup.soup([a, b], [ka, kb])
-    name = "bert.encoder.layer.0.output.dense"
-
-    def delta(st, k=1.0):
-        return k * (st[name + ".lora_B"].float() @ st[name + ".lora_A"].float())
-    assert s[name + ".lora_A"].shape == (8, 6)                   # the summed rank
-    assert torch.allclose(delta(s), (delta(a, ka) + delta(b, kb)) / 2, atol=1e-2)
-    assert not torch.allclose(delta(s), delta(a, ka), atol=1e-1)
-    assert torch.allclose(s["bert.pooler.dense.weight"].float(),
-                          (a["bert.pooler.dense.weight"].float() + b["bert.pooler.dense.weight"].float()) / 2,
-                          atol=1e-3)
-    assert s["classifier.weight"].dtype == torch.float32 and s["bert.pooler.dense.weight"].dtype \
-        == torch.float16
-    one = soup.soup([a], [ka])                                  # a soup of one fit is that fit
-    assert torch.allclose(delta(one), delta(a), atol=1e-2)
-
-
-def test_the_soup_tool_writes_a_file_the_encoder_reads_and_refuses_unlike_fits(tmp_path, capsys):
-    pytest.importorskip("torch")
-    from safetensors.torch import save_file
-
-    from memwatch_overlay.overlay.detect.pair_encoder import _metadata
-    paths = []
-    for seed in (1, 2):
-        state, _ = _fit(seed)
-        p = tmp_path / f"fit{seed}.safetensors"
-        save_file(state, str(p), metadata={"memwatch": json.dumps({"threshold": 0.72, "rank": 4, "seed": seed})})
-        paths.append(str(p))
-    out = tmp_path / "soup.safetensors"
-    assert soup.main([*paths, "--out", str(out)]) == 0
-    meta = _metadata(out.read_bytes())
-    assert (meta["threshold"], meta["rank"], meta["scale"]) == (0.72, 8, 1.0)
-    assert [m["seed"] for m in meta["soup_of"]] == [1, 2]
-    state, _ = _fit(3)
-    del state["bert.pooler.dense.weight"]
-    odd = tmp_path / "odd.safetensors"
-    save_file(state, str(odd), metadata={"memwatch": "{}"})
-    assert soup.main([paths[0], str(odd), "--out", str(tmp_path / "x.safetensors")]) == 2
-    assert "different layers" in capsys.readouterr().err
-    assert not (tmp_path / "x.safetensors").exists()
 
 
 class _Scripted:
