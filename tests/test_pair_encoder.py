@@ -174,35 +174,6 @@ def test_trained_weights_read_back_as_trained(tmp_path):
     assert got == pytest.approx(trained, abs=0.02)
 
 
-def test_an_ensemble_file_answers_the_mean_of_its_fits(tmp_path, encoder):
-    """tools/train_pair_encoder.py --combine writes several fits as one weights file; the
-    detector's encoder then answers the mean of the fits' probabilities, at the threshold the
-    ensemble was written with, under a model name of its own."""
-    sys.path.insert(0, str(ROOT / "tools"))
-    import train_pair_encoder as tpe
-
-    class Args:
-        rank, lr, epochs, augment = 4, 1e-3, 1, 0.0
-
-    examples = [{"pair": (older_input(k, o), n), "y": 1, "rule": False, "file": "t"} for o, k, n in CHANGES] + [
-        {"pair": (older_input(k, o), n), "y": 0, "rule": False, "file": "t"} for o, k, n in LOOK_ALIKES]
-    model, _, adapters = tpe.fit(examples, Args, seed=5)
-    small = tmp_path / "small.safetensors"
-    tpe.save(model, adapters, small, {"threshold": 0.5, "scale": 1.0, "rank": 4, "trained_on": ["t"]})
-    both = tmp_path / "both.safetensors"
-    assert tpe.main(["--combine", str(weights_path()), str(small), "--threshold", "0.61", "--out", str(both)]) == 0
-    ensemble = PairEncoder(weights=both)
-    assert ensemble.threshold == 0.61 and ensemble.meta["fits"] == 2
-    assert ensemble.meta["members"][0]["rank"] == encoder.meta["rank"]
-    assert ensemble.model_name not in (encoder.model_name, PairEncoder(weights=small).model_name)
-    pairs = [e["pair"] for e in examples]
-    shipped, own = encoder.probabilities(pairs), PairEncoder(weights=small).probabilities(pairs)
-    assert ensemble.probabilities(pairs) == pytest.approx([(a + b) / 2 for a, b in zip(shipped, own)], abs=1e-5)
-    # an ensemble is made of single fits, and says so in one line when asked to nest one
-    assert tpe.main(["--combine", str(both), str(small), "--threshold", "0.6", "--out", str(tmp_path / "x")]) == 2
-    assert tpe.main(["--combine", str(small), "--threshold", "0.6", "--out", str(tmp_path / "x")]) == 2
-
-
 def test_bad_weights_or_device_give_one_line_errors(tmp_path):
     from memwatch_overlay.core.errors import ConfigError
     junk = tmp_path / "junk.safetensors"
