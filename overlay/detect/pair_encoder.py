@@ -16,8 +16,8 @@ Why it is on (docs/contradictions.md "The pair encoder"): fitted on six authors'
 its findings added little where they stayed precise, and it shipped opt-in. At stop 38, fitted
 on fourteen authors without seven others, it found more than half of those seven's changes
 (P 0.767 / R 0.562) at the rules' precision on them (0.760 / 0.126). More authors kept paying: since
-stop 43 it is fitted on 47 authors' cases and reads sixteen others it never saw at about P 0.81 / R
-0.73. The embeddings mode never asks it about two values under one store key of a slot that holds
+stop 44 it is fitted on 63 authors' cases and reads eight others it never saw at about P 0.80 / R
+0.70 (docs/contradictions.md, "Stop 44"). The embeddings mode never asks it about two values under one store key of a slot that holds
 several. ``tools/train_pair_encoder.py`` refits it.
 
 Cost: one forward pass per pair (no vector of a single text can be cached), about 3-6 ms per
