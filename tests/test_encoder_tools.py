@@ -7,6 +7,8 @@ import random
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
@@ -81,6 +83,22 @@ def test_a_record_of_other_cases_is_refused_before_any_weights_are_read(tmp_path
     assert "was not recorded from" in capsys.readouterr().err
     assert el.main([str(cases), "--from-record", str(tmp_path / "none.jsonl")]) == 2
     assert "--from-record" in capsys.readouterr().err
+
+
+def test_missing_weights_and_a_lone_average_are_one_line_errors(tmp_path, capsys):
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"id": "x-1", "memories": [{"text": "Works at Google"}], "new_text": "hi"}) + "\n",
+                     encoding="utf-8")
+    rec = tmp_path / "rec.jsonl"
+    rec.write_text(json.dumps(dict(_row(True), case="x-1")) + "\n", encoding="utf-8")
+    missing = str(tmp_path / "missing.safetensors")
+    assert el.main([str(cases), "--from-record", str(rec), "--weights", missing]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "pair encoder weights not found" in err and err.count("\n") == 1
+    with pytest.raises(SystemExit) as exit_:
+        el.main([str(cases), "--from-record", str(rec), "--weights", missing, "--average"])
+    assert exit_.value.code == 2
+    assert "--average needs two or more --weights files" in capsys.readouterr().err
 
 
 def test_fits_averaged_pair_by_pair_and_scored_as_one(tmp_path, capsys, monkeypatch):

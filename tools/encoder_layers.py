@@ -30,7 +30,10 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from memwatch_overlay.core.errors import ConfigError  # noqa: E402
 
 FLAGGING = ("rules", "learned", "semcue")      # layers whose flags do not depend on the encoder
 
@@ -151,6 +154,8 @@ def main(argv=None) -> int:
     ap.add_argument("--average", action="store_true",
                     help="also score the mean of the --weights files' probabilities (an ensemble of the fits)")
     a = ap.parse_args(argv)
+    if a.average and len(a.weights) < 2:
+        ap.error("--average needs two or more --weights files")
     if a.from_record:
         try:
             rows = read_record(a.from_record)
@@ -172,8 +177,12 @@ def main(argv=None) -> int:
     print("flags by layer (right / wrong):",
           ", ".join(f"{k} {flagged[(k, True)]} / {flagged[(k, False)]}" for k in sorted({k for k, _ in flagged})))
     print("misses:", fates(rows))
-    scored = [("shipped", [r["p"] for r in rows])] + [(w, probabilities(pairs, w)) for w in a.weights]
-    if a.average and len(a.weights) > 1:
+    try:
+        scored = [("shipped", [r["p"] for r in rows])] + [(w, probabilities(pairs, w)) for w in a.weights]
+    except ConfigError as e:                 # a weights file missing or not one: one line, not a traceback
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if a.average:
         scored.append((f"average of {len(a.weights)}", averaged([p for _, p in scored[1:]])))
     for name, probs in scored:
         for th in a.at:

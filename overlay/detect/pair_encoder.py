@@ -17,8 +17,8 @@ its findings added little where they stayed precise, and it shipped opt-in. At s
 on fourteen authors without seven others, it found more than half of those seven's changes
 (P 0.767 / R 0.562) at the rules' precision on them (0.760 / 0.126). More authors kept paying: since
 stop 44 it is fitted on 63 authors' cases and reads eight others it never saw at about P 0.80 / R
-0.70 (docs/contradictions.md, "Stop 44"). The embeddings mode never asks it about two values under one store key of a slot that holds
-several. ``tools/train_pair_encoder.py`` refits it.
+0.70 (docs/contradictions.md, "Stop 44"). The embeddings mode never asks it about two values under
+one store key of a slot that holds several. ``tools/train_pair_encoder.py`` refits it.
 
 Cost: one forward pass per pair (no vector of a single text can be cached), about 3-6 ms per
 pair on two CPU cores in batches. The detector asks only about pairs its cheaper layers left
