@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -291,7 +292,18 @@ def test_pair_feature_sums_are_the_plain_generator_sums():
                         near = max(near, max((sum(a * b for a, b in zip(v, u)) for _, u in n.words), default=0.0))
                 assert f["w_near"] == near
                 checked += 1
+            mode = m.modes["rules"]
+            z = mode["bias"] + sum(mode["weights"].get(k, 0.0) * v for k, v in f.items())
+            assert m.score("rules", f) == 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
     assert checked > 100
+    # the word-pair dot products behind w_near / w_cover are computed once per pair of words
+    # (a block meets the same words again and again): scoring the same pairs again adds none
+    held = len(m._word_dots)
+    assert held > 0
+    for old, key, _ in cases[:40]:
+        for _, _, new in cases[::3]:
+            m.features(new, old, key, "none", 0.0, False)
+    assert len(m._word_dots) == held
 
 
 CONTENT_FREE = ["Note 4 on the quarterly numbers",       # notes naming a subject but stating nothing

@@ -42,6 +42,7 @@ import tomllib
 import zlib
 from dataclasses import dataclass
 from importlib import resources
+from itertools import repeat
 from operator import itemgetter, mul
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
@@ -64,6 +65,7 @@ TOPIC_MIN = 0.25     # ... counting only topics at least this likely
 WANT_K = 4           # the newer text of a pair looks wider: any of its four likeliest topics
 WANT_MIN = 0.1       # ... at least this likely may meet one the older text offers (tops)
 # (a topic model may carry its own four values, fitted with it: its "gate" entry, train_detector)
+WORD_DOTS_MAX = 65536  # word-pair dot products kept (Learned._word_dots; ~200 bytes each)
 SIM_GATE = 0.3       # ... or, in the embeddings mode, when the texts are at least this similar
 DENSE_SCALE = 1.0    # weight of a text's static word vector among the topic model's features
 TOPIC_CACHE = 65536  # texts whose topics are kept (a block of 20,000 keyed memories reads 40,000)
@@ -318,6 +320,12 @@ class Learned:
         # the probabilities of the multi- and single-valued topics, picked out of a distribution
         self._multi_of = _picker(sorted(self.multi))
         self._single_of = _picker(sorted(self.single))
+        # the same in the sets' own iteration order: features() adds them up in that order
+        self._multi_sum_of = _picker(list(self.multi))
+        self._single_sum_of = _picker(list(self.single))
+        # dot products of two static word vectors, by (older word, newer word): a block's
+        # pairs meet the same words again and again (_static_features)
+        self._word_dots: dict[tuple[str, str], float] = {}
 
     def load_later(self, **loaders: Callable[[], Any]) -> None:
         """``prototypes`` / ``cue_protos`` given as functions called on their first use."""
@@ -560,10 +568,11 @@ class Learned:
         other = self.topics.classes.index("other") if "other" in self.topics.classes else -1
         dot = sum(map(mul, n.probs, o.probs))
         pairs_min = list(map(min, n.probs, o.probs))
-        mn = sum(x for i, x in enumerate(pairs_min) if i != other)
+        # every sum adds the same terms in the same order as a loop over the indexes would
+        mn = sum(pairs_min[:other] + pairs_min[other + 1:]) if other >= 0 else sum(pairs_min)
         same = n.top == o.top and n.top != "other"
-        single = sum(pairs_min[i] for i in self.single)
-        multi = sum(pairs_min[i] for i in self.multi)
+        single = sum(self._single_sum_of(pairs_min))
+        multi = sum(self._multi_sum_of(pairs_min))
         f.update(t_single=single, t_multi=multi, t_top2=float(bool(n.tops & o.tops)),
                  t_want=float(bool((n.wants if wide else n.tops) & o.tops)))
         f.update(t_dot=dot, t_min=mn, t_same=float(same),
@@ -617,7 +626,9 @@ class Learned:
         if n.vec is not None and o.vec is not None and sim is None:
             # (the embeddings mode weighs MiniLM itself: the static vectors distilled from it
             # added nothing there but noise, measured with the mode's grouped CV)
-            f.update(_static_features(n, o, mn, single))
+            if len(self._word_dots) > WORD_DOTS_MAX:
+                self._word_dots.clear()
+            f.update(_static_features(n, o, mn, single, self._word_dots))
         if sim is not None:
             f["sim"] = sim
             f["sim2"] = sim * sim
@@ -654,7 +665,7 @@ class Learned:
     def score(self, mode: str, feats: dict[str, float]) -> float:
         m = self.modes[mode]
         w = m["weights"]
-        z = m["bias"] + sum(w.get(k, 0.0) * v for k, v in feats.items())
+        z = m["bias"] + sum(map(mul, map(w.get, feats, repeat(0.0)), feats.values()))
         return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
     def threshold(self, mode: str) -> float:
@@ -675,11 +686,13 @@ def without_names(values: frozenset[str], names: frozenset[str]) -> frozenset[st
     return frozenset(v for v in values if v.split("'")[0] not in names)
 
 
-def _static_features(n: TextInfo, o: TextInfo, t_min: float, t_single: float) -> dict[str, float]:
+def _static_features(n: TextInfo, o: TextInfo, t_min: float, t_single: float,
+                     dots: dict[tuple[str, str], float]) -> dict[str, float]:
     """Pair features from the static word vectors: how close the two texts are, how much of the
     older text the newer one covers with the same or related words, and whether a word of the
     older text meets a related but different word (same kind, another value: Boston ->
-    Providence, iPhone -> Pixel)."""
+    Providence, iPhone -> Pixel). ``dots``: word-pair dot products computed before, by
+    (older word, newer word); a word's vector depends on the word alone."""
     ws = sum(map(mul, n.vec, o.vec))
     f = {"w_sim": ws, "w_sim2": ws * ws, "w_sim*t_min": ws * t_min, "w_sim*t_single": ws * t_single}
     best, near, exact = [], 0.0, 0
@@ -689,7 +702,13 @@ def _static_features(n: TextInfo, o: TextInfo, t_min: float, t_single: float) ->
             exact += 1
             best.append(1.0)
             continue
-        m = max((sum(map(mul, v, u)) for _, u in n.words), default=0.0)
+        m = 0.0 if not n.words else None
+        for w2, u in n.words:
+            d = dots.get((w, w2))
+            if d is None:
+                d = dots[(w, w2)] = sum(map(mul, v, u))
+            if m is None or d > m:
+                m = d
         best.append(m)
         near = max(near, m)
     if best:
