@@ -45,6 +45,20 @@ def test_other_probabilities_change_only_what_the_encoder_may_read():
     assert el.simulate(rows, other, 0.85) == {"P": 0.5, "R": 0.333, "tp": 1, "fp": 1, "fn": 2}
 
 
+def test_a_veto_drops_only_rules_and_pair_model_flags_the_encoder_reads_low():
+    rows = [
+        _row(False, "rules", None, 0.02),             # read far below the veto: dropped
+        _row(True, "rules", None, 0.4),               # read above it: stands
+        _row(True, "learned", None, 0.01),            # the pair model's flag read low: dropped (a miss now)
+        _row(False, "semcue", None, 0.0),             # the semantic cue layer's: never vetoed
+        _row(True, None, None, 0.9),                  # open: the threshold decides, as before
+    ]
+    probs = [r["p"] for r in rows]
+    assert el.simulate(rows, probs, 0.72) == {"P": 0.6, "R": 1.0, "tp": 3, "fp": 2, "fn": 0}
+    assert el.simulate(rows, probs, 0.72, veto=0.05) == {"P": 0.667, "R": 0.667, "tp": 2, "fp": 1, "fn": 1}
+    assert el.simulate(rows, probs, 0.72, veto=0.5) == {"P": 0.5, "R": 0.333, "tp": 1, "fp": 1, "fn": 2}
+
+
 def test_misses_are_counted_by_where_they_went():
     rows = [_row(True, None, "elsewhere", 0.9), _row(True, None, None, 0.05), _row(True, None, None, 0.61),
             _row(True, None, None, 0.64), _row(True, "encoder", None, 0.95), _row(False, None, None, 0.3)]

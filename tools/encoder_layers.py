@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from memwatch_overlay.core.errors import ConfigError  # noqa: E402
 
 FLAGGING = ("rules", "learned", "semcue")      # layers whose flags do not depend on the encoder
+VETOED = ("rules", "learned")                   # the flags --veto lets the encoder overrule
 
 
 def layer_of(evidence: str) -> str:
@@ -49,12 +50,14 @@ def layer_of(evidence: str) -> str:
     return "rules"
 
 
-def simulate(rows: list[dict], probs: list[float], threshold: float) -> dict:
+def simulate(rows: list[dict], probs: list[float], threshold: float, veto: float | None = None) -> dict:
     """The mode's figures were the encoder's probabilities ``probs`` (one per row): ``rows``
-    as record() writes them."""
+    as record() writes them. ``veto``: a flag of the rules or the pair model is dropped when
+    the encoder reads the pair below it."""
     tp = fp = fn = 0
     for r, p in zip(rows, probs):
-        flag = r["layer"] in FLAGGING or (r["closed"] is None and p >= threshold)
+        kept = r["layer"] in FLAGGING and (veto is None or r["layer"] not in VETOED or p >= veto)
+        flag = kept or (r["closed"] is None and p >= threshold)
         tp += flag and r["contradicted"]
         fp += flag and not r["contradicted"]
         fn += r["contradicted"] and not flag
@@ -62,14 +65,14 @@ def simulate(rows: list[dict], probs: list[float], threshold: float) -> dict:
             "tp": tp, "fp": fp, "fn": fn}
 
 
-def by_category(rows: list[dict], probs: list[float], threshold: float) -> dict[str, dict]:
+def by_category(rows: list[dict], probs: list[float], threshold: float, veto: float | None = None) -> dict[str, dict]:
     """simulate() per memory category (the category the case gives the older memory)."""
     groups: dict[str, tuple[list, list]] = {}
     for r, p in zip(rows, probs):
         rs, ps = groups.setdefault(r.get("category") or "-", ([], []))
         rs.append(r)
         ps.append(p)
-    return {c: simulate(rs, ps, threshold) for c, (rs, ps) in sorted(groups.items())}
+    return {c: simulate(rs, ps, threshold, veto) for c, (rs, ps) in sorted(groups.items())}
 
 
 def fates(rows: list[dict]) -> dict[str, int]:
@@ -153,6 +156,9 @@ def main(argv=None) -> int:
     ap.add_argument("--by-category", action="store_true", help="also print the figures per memory category")
     ap.add_argument("--average", action="store_true",
                     help="also score the mean of the --weights files' probabilities (an ensemble of the fits)")
+    ap.add_argument("--veto", nargs="*", type=float, default=[],
+                    help="also score each threshold with the rules' and the pair model's flags dropped where "
+                         "the encoder reads the pair below this probability")
     a = ap.parse_args(argv)
     if a.average and len(a.weights) < 2:
         ap.error("--average needs two or more --weights files")
@@ -186,10 +192,12 @@ def main(argv=None) -> int:
         scored.append((f"average of {len(a.weights)}", averaged([p for _, p in scored[1:]])))
     for name, probs in scored:
         for th in a.at:
-            print(f"{name} at {th}: {simulate(rows, probs, th)}")
-            if a.by_category:
-                for cat, fig in by_category(rows, probs, th).items():
-                    print(f"    {cat}: {fig}")
+            for veto in [None, *a.veto]:
+                label = f"{name} at {th}" + ("" if veto is None else f", veto below {veto}")
+                print(f"{label}: {simulate(rows, probs, th, veto)}")
+                if a.by_category:
+                    for cat, fig in by_category(rows, probs, th, veto).items():
+                        print(f"    {cat}: {fig}")
     return 0
 
 
