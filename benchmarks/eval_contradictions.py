@@ -148,7 +148,8 @@ def build_detector(a) -> Detector:
         embedder = Embedder(a.model)
         if not a.no_pair_encoder:
             from memwatch_overlay.overlay.detect.pair_encoder import PairEncoder
-            encoder = PairEncoder(weights=a.pair_encoder_weights, threshold=a.pair_encoder_threshold)
+            encoder = PairEncoder(weights=a.pair_encoder_weights, threshold=a.pair_encoder_threshold,
+                                  veto=a.pair_encoder_veto)
     if a.judge_url:
         from memwatch_overlay.overlay.detect.judge import Judge
         judge = Judge(a.judge_url, model=a.judge_model)
@@ -171,6 +172,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--pair-encoder-weights", default=None, help="pair encoder weights instead of the shipped ones")
     ap.add_argument("--pair-encoder-threshold", type=float, default=None,
                     help="flag pairs the encoder reads at or above this (default: the weights file's)")
+    ap.add_argument("--pair-encoder-veto", type=float, default=None,
+                    help="drop the rules' and the pair model's flags the encoder reads below this "
+                         "(default: the weights file's; 0: no veto)")
     ap.add_argument("--gated", action="store_true",
                     help="the pair encoder reads only the open pairs the learned gate relates "
                          "(`[embeddings] pair_encoder_gate = true`), not every open pair")

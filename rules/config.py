@@ -63,7 +63,8 @@ CI_FRACTIONS = ("max_stale_ratio", "min_avg_freshness")   # must lie in [0, 1]
 # Contradiction detection: [detector] (rules), [embeddings] (semantic layer), [judge] (LLM critic).
 DETECTOR_KEYS = {"enabled": bool, "pack": str, "min_confidence": (int, float), "workers": int}
 EMBEDDINGS_KEYS = {"enabled": bool, "model": str, "threshold": (int, float), "device": str, "pair_encoder": bool,
-                   "pair_encoder_gate": bool, "pair_encoder_threshold": (int, float)}
+                   "pair_encoder_gate": bool, "pair_encoder_threshold": (int, float),
+                   "pair_encoder_veto": (int, float)}
 JUDGE_KEYS = {"enabled": bool, "url": str, "model": str, "api_key_env": str, "timeout": (int, float),
               "retries": int, "batch_size": int}
 
@@ -316,7 +317,7 @@ def parse_config(raw: dict, path: Path | None = None) -> Config:
         v.known(body, section, set(keys))
         for key, kind in keys.items():
             v.typed(body, section, key, kind, None)
-        for key in ("min_confidence", "threshold", "pair_encoder_threshold"):
+        for key in ("min_confidence", "threshold", "pair_encoder_threshold", "pair_encoder_veto"):
             v.number(body, section, key, None, 0.0, 1.0)
         v.number(body, section, "timeout", None, 0.001, 3600.0)
         v.number(body, section, "retries", None, 0, 20)

@@ -137,6 +137,39 @@ def test_a_threshold_set_in_the_config_decides_which_pairs_are_flagged(encoder):
         assert [c.evidence.startswith("pair encoder") for c in found] == ([True] if flagged else []), threshold
 
 
+def test_a_veto_drops_a_rules_flag_the_encoder_reads_below_it(tmp_path, encoder):
+    """`veto`: a flag of the rules (or of the pair model) stands only when the encoder reads
+    its pair at or above the veto; with no veto such a pair is never read."""
+    from memwatch_overlay.core.errors import ConfigError
+    from memwatch_overlay.overlay.detect.blocks import make_detector
+    from memwatch_overlay.rules.config import load_config
+    older = FactView("s:t:5", "u1", None, "Lives in Leeds", "location", 0.0)
+    newer = FactView("s:t:4", "u1", None, "We moved to Lisbon last month", "location", 86400.0 * 40)
+    embedder = Embedder()
+    [p] = encoder.probabilities([Detector().encoder_input(newer, older)])
+    for veto, kinds in ((max(p - 0.01, 0.001), ["value"]), (min(p + 0.01, 1.0), [])):
+        enc = PairEncoder(veto=veto)
+        found = Detector(embedder=embedder, pair_encoder=enc).compare(newer, [older])
+        assert [c.kind for c in found] == kinds, (p, veto)
+        assert enc.scored == 1                        # the flagged pair was read, once
+    enc = PairEncoder(veto=0)                         # 0: no veto, whatever the weights file says
+    assert enc.veto is None
+    assert [c.kind for c in Detector(embedder=embedder, pair_encoder=enc).compare(newer, [older])] == ["value"]
+    assert enc.scored == 0
+    base = tmp_path / "base.toml"
+    base.write_text('[[sources]]\nname = "bot"\nconnector = "sqlite"\npath = "x.db"\ntable = "m"\n'
+                    '[embeddings]\nenabled = true\n')
+    assert make_detector(load_config(base)).pair_encoder.veto == PairEncoder().veto   # the file's
+    for value, veto in (("0.2", 0.2), ("0", None)):
+        cfg = tmp_path / f"veto{value}.toml"
+        cfg.write_text(base.read_text() + f"pair_encoder_veto = {value}\n")
+        assert make_detector(load_config(cfg)).pair_encoder.veto == veto
+    bad = tmp_path / "bad.toml"
+    bad.write_text(base.read_text() + "pair_encoder_veto = 1.5\n")
+    with pytest.raises(ConfigError, match="embeddings.pair_encoder_veto"):
+        load_config(bad)
+
+
 def test_verdicts_are_kept_in_the_overlay_by_model(tmp_path, encoder):
     pairs = [(older_input(k, o), n) for o, k, n in CHANGES[:3]]
     with OverlayStore(tmp_path / "o.db") as store:

@@ -90,7 +90,9 @@ def record(path: str) -> list[dict]:
     """One row per (case, memory) of the cases file (see the module docstring)."""
     import eval_contradictions as ev
 
-    det = ev.build_detector(ev.parser().parse_args([path, "--out", "-", "--embeddings"]))
+    # recorded without the encoder's veto: every flag of the rules and the pair model is kept
+    # (with its pair's probability), so that --veto can score any veto from the record
+    det = ev.build_detector(ev.parser().parse_args([path, "--out", "-", "--embeddings", "--pair-encoder-veto", "0"]))
     rows = []
     for case in ev.load_cases(path):
         pred = ev.predict(det, case)

@@ -625,7 +625,8 @@ def _make_detector(config, det: dict) -> Detector:
             # 38, `pair_encoder = false` turns it off; what it measured: docs/contradictions.md)
             from memwatch_overlay.overlay.detect.pair_encoder import PairEncoder
             encoder = PairEncoder(device=emb_cfg.get("device", "cpu"),
-                                  threshold=emb_cfg.get("pair_encoder_threshold"))
+                                  threshold=emb_cfg.get("pair_encoder_threshold"),
+                                  veto=emb_cfg.get("pair_encoder_veto"))
     judge_cfg = dict(getattr(config, "judge", {}) or {})
     judge = None
     if judge_cfg.get("url") and judge_cfg.get("enabled", True):

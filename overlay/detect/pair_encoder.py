@@ -70,12 +70,16 @@ class PairEncoder:
     precision/recall curve docs/contradictions.md measures). The detector compares the
     probability kept in the overlay's verdict table with the threshold in force (the flag
     stored beside it is not read back), so a new threshold needs no pair read again.
+    ``veto``: a flag of the rules or of the pair model is dropped when the encoder reads its
+    pair below this probability (Detector._vetoed); the weights file's, chosen with it, unless
+    one is given (`[embeddings] pair_encoder_veto`; 0 turns it off). None: no veto.
     ``model_name`` stamps those verdicts: the base model and a digest of the adapter weights,
     so a retrained encoder never reads an older one's answers.
     """
 
     def __init__(self, base: str | os.PathLike | None = None, weights: str | os.PathLike | None = None,
-                 device: str = "cpu", batch_size: int = BATCH, threshold: float | None = None):
+                 device: str = "cpu", batch_size: int = BATCH, threshold: float | None = None,
+                 veto: float | None = None):
         self.weights = Path(weights) if weights else weights_path()
         if not self.weights.is_file():
             raise ConfigError(f"pair encoder weights not found: {self.weights}", field="embeddings.pair_encoder")
@@ -91,6 +95,9 @@ class PairEncoder:
             raise ConfigError(f"not a pair encoder weights file (safetensors): {self.weights}",
                               field="embeddings.pair_encoder") from None
         self.threshold = float(self.meta.get("threshold", 0.8)) if threshold is None else float(threshold)
+        if veto is None:
+            veto = float(self.meta["veto"]) if "veto" in self.meta else None
+        self.veto = float(veto) if veto else None
         self._model = None
         self._tokenizer = None
         self._memory: OrderedDict[tuple[str, str], float] = OrderedDict()
