@@ -152,6 +152,12 @@ def test_a_veto_drops_a_rules_flag_the_encoder_reads_below_it(tmp_path, encoder)
         found = Detector(embedder=embedder, pair_encoder=enc).compare(newer, [older])
         assert [c.kind for c in found] == kinds, (p, veto)
         assert enc.scored == 1                        # the flagged pair was read, once
+    # two facts under one meaningful store key: the store says they hold one thing; never asked
+    enc = PairEncoder(veto=1.0)
+    keyed = Detector(embedder=embedder, pair_encoder=enc).compare(
+        FactView("s:t:7", "u1", "employer", "Stripe", "employment", 86400.0 * 40),
+        [FactView("s:t:6", "u1", "employer", "Google", "employment", 0.0)])
+    assert [c.kind for c in keyed] == ["value"] and enc.scored == 0
     enc = PairEncoder(veto=0)                         # 0: no veto, whatever the weights file says
     assert enc.veto is None
     assert [c.kind for c in Detector(embedder=embedder, pair_encoder=enc).compare(newer, [older])] == ["value"]

@@ -160,7 +160,8 @@ def main(argv=None) -> int:
                     help="also score the mean of the --weights files' probabilities (an ensemble of the fits)")
     ap.add_argument("--veto", nargs="*", type=float, default=[],
                     help="also score each threshold with the rules' and the pair model's flags dropped where "
-                         "the encoder reads the pair below this probability")
+                         "the encoder reads the pair below this probability (as the detector's veto does; it "
+                         "never asks about two facts under one store key, and a case's newer text has none)")
     a = ap.parse_args(argv)
     if a.average and len(a.weights) < 2:
         ap.error("--average needs two or more --weights files")

@@ -847,10 +847,17 @@ class Detector:
         """The flags of the rules and the pair model that the pair encoder does not overrule:
         one whose pair it reads below its ``veto`` is dropped (and left to no other layer).
         On authors the encoder never saw, most of those layers' wrong flags read below 0.1
-        while their right ones rarely do (docs/contradictions.md, "Stop 45")."""
+        while their right ones rarely do (docs/contradictions.md, "Stop 45").
+        Never a pair whose two facts carry one meaningful store key ("employer: Google" /
+        "employer: Stripe"): the store itself says both hold the same thing, and the encoder,
+        trained on free-text newer messages, is not asked about a terse keyed value."""
         enc = self.pair_encoder
-        probs = enc.probabilities([self.encoder_input(new, older_of[c.older]) for c in flags])
-        return [c for c, p in zip(flags, probs) if p >= enc.veto]
+        asked = [c for c in flags if not (_same_store_key(new, older_of[c.older]) and self._meaningful(new.key))]
+        if not asked:
+            return flags
+        probs = enc.probabilities([self.encoder_input(new, older_of[c.older]) for c in asked])
+        dropped = {id(c) for c, p in zip(asked, probs) if p < enc.veto}
+        return [c for c in flags if id(c) not in dropped]
 
     def _settled_by_keys(self, new: FactView, old: FactView) -> bool:
         """The store keys settle the pair, and neither learned layer weighs it:
