@@ -176,6 +176,30 @@ def test_a_veto_drops_a_rules_flag_the_encoder_reads_below_it(tmp_path, encoder)
         load_config(bad)
 
 
+def test_a_weights_files_threshold_and_veto_are_set_without_touching_its_tensors(tmp_path, capsys):
+    sys.path.insert(0, str(ROOT / "tools"))
+    import encoder_meta
+    from safetensors.torch import load_file
+    out = tmp_path / "w.safetensors"
+    assert encoder_meta.main([str(weights_path()), "--set", "threshold=0.8", "veto=0.1", "--out", str(out)]) == 0
+    enc = PairEncoder(weights=out)
+    assert (enc.threshold, enc.veto) == (0.8, 0.1)
+    assert enc.model_name != PairEncoder().model_name          # cached verdicts of the old file are not reused
+    assert enc.meta["rank"] == PairEncoder().meta["rank"]       # the rest of the metadata kept
+    before, after = load_file(str(weights_path())), load_file(str(out))
+    assert before.keys() == after.keys() and all(before[k].equal(after[k]) for k in before)
+    assert encoder_meta.main([str(out), "--set", "veto=0"]) == 0
+    assert PairEncoder(weights=out).veto is None and "veto" not in PairEncoder(weights=out).meta
+    capsys.readouterr()
+    junk = tmp_path / "junk.safetensors"
+    junk.write_bytes(b"not a weights file")
+    for args in ([str(out), "--set", "scale=2"], [str(out), "--set", "veto=1.5"], [str(junk)],
+                 [str(tmp_path / "missing.safetensors")]):
+        assert encoder_meta.main(args) == 2, args
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and err.count("\n") == 1, err
+
+
 def test_verdicts_are_kept_in_the_overlay_by_model(tmp_path, encoder):
     pairs = [(older_input(k, o), n) for o, k, n in CHANGES[:3]]
     with OverlayStore(tmp_path / "o.db") as store:
