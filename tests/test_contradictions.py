@@ -594,6 +594,8 @@ def test_the_users_own_change_beside_those_guards_still_counts(rules, old, new):
     # a dream
     ("Lives in Manchester", "city", "Dreamed I'd moved to Tokyo and couldn't read any signs, woke up so confused"),
     ("Works at Ocado", "employer", "had a dream I worked for NASA, the commute was a rocket"),
+    ("Lives in Porto", "city", "Had the strangest dream that I'd moved to Lisbon and opened a bakery"),
+    ("Works at Ocado", "employer", "have this recurring bad dream where I work at a call centre again"),
     # someone else's contact details
     ("Phone is 07700 900123", "phone", "The plumber changed his number, it's 07700 900456 now, can you save it"),
     ("Email is ana@moreira.pt", "email", "our printer's sales team have a new address: orders@printhaus.pt"),
@@ -612,6 +614,7 @@ def test_habits_of_speech_dreams_and_other_peoples_details_are_not_the_users_cha
     ("Single", "relationship_status", "I said yes and the ring was her gran's"),
     ("Lives in Manchester", "city", "Moved to Tokyo in March, still can't read any signs"),
     ("Works at Ocado", "employer", "landed my dream job at NASA, start date was Monday, badge works"),
+    ("Works at Ocado", "employer", "I finally have the dream job: started at NASA on Monday, badge works"),
     ("Phone is 07700 900123", "phone", "I changed my number, it's 07700 900456 now"),
     ("Phone is 07700 900123", "phone", "The user changed their number to 07700 900456"),
     ("Phone is 07700 900123", "phone", "my work phone has a new number: 07700 900456"),
