@@ -55,7 +55,11 @@ def test_the_shipped_weights_load_offline_with_their_threshold(encoder):
     assert weights_path().is_file()
     assert 0.5 <= encoder.threshold < 1.0
     assert encoder.model_name.startswith("pair-encoder:all-MiniLM-L6-v2:")
-    assert encoder.meta["rank"] > 0 and "tools/pair_corpus.jsonl" in encoder.meta["trained_on"]
+    # the shipped file is an ensemble of two fits (stop 45), each trained on the corpus too
+    members = encoder.meta.get("members", [encoder.meta])
+    assert len(members) == encoder.meta.get("fits", 1) == 2
+    assert all(m["rank"] > 0 and "tools/pair_corpus.jsonl" in m["trained_on"] for m in members)
+    assert encoder.veto is not None and 0 < encoder.veto < encoder.threshold
     assert older_input("job_title", "Nurse") == "job title: Nurse"
 
 
@@ -92,11 +96,16 @@ def test_the_detector_flags_what_the_rules_leave_open(encoder):
     [p] = encoder.probabilities([(older_input("pets", old.text), other.text)])
     assert (det.compare(other, [old]) != []) == (p >= enc.threshold)
     assert enc.scored == 2
-    # a pair the rules decide is never read by the encoder
+    # a pair the rules decide is read by the encoder only for its veto (the shipped file's):
+    # once, and the rules' flag stands; without a veto it is never read
     moved = FactView("s:t:4", "u1", None, "We moved to Lisbon last month", "location", 86400.0 * 40)
     found = det.compare(moved, [FactView("s:t:5", "u1", None, "Lives in Leeds", "location", 0.0)])
     assert [c.kind for c in found] == ["value"]
-    assert enc.scored == 2
+    assert enc.scored == 3
+    plain = PairEncoder(veto=0)
+    found = Detector(embedder=det.embedder, pair_encoder=plain).compare(
+        moved, [FactView("s:t:5", "u1", None, "Lives in Leeds", "location", 0.0)])
+    assert [c.kind for c in found] == ["value"] and plain.scored == 0
 
 
 def test_it_comes_with_embeddings_and_can_be_turned_off(tmp_path):
@@ -181,11 +190,13 @@ def test_a_weights_files_threshold_and_veto_are_set_without_touching_its_tensors
     import encoder_meta
     from safetensors.torch import load_file
     out = tmp_path / "w.safetensors"
-    assert encoder_meta.main([str(weights_path()), "--set", "threshold=0.8", "veto=0.1", "--out", str(out)]) == 0
+    assert encoder_meta.main([str(weights_path()), "--set", "threshold=0.8", "veto=0.2", "--out", str(out)]) == 0
     enc = PairEncoder(weights=out)
-    assert (enc.threshold, enc.veto) == (0.8, 0.1)
+    assert (enc.threshold, enc.veto) == (0.8, 0.2)
     assert enc.model_name != PairEncoder().model_name          # cached verdicts of the old file are not reused
-    assert enc.meta["rank"] == PairEncoder().meta["rank"]       # the rest of the metadata kept
+    shipped = PairEncoder().meta
+    assert {k: v for k, v in enc.meta.items() if k not in ("threshold", "veto")} == \
+        {k: v for k, v in shipped.items() if k not in ("threshold", "veto")}   # the rest of the metadata kept
     before, after = load_file(str(weights_path())), load_file(str(out))
     assert before.keys() == after.keys() and all(before[k].equal(after[k]) for k in before)
     assert encoder_meta.main([str(out), "--set", "veto=0"]) == 0
@@ -235,6 +246,41 @@ def test_trained_weights_read_back_as_trained(tmp_path):
     assert loaded.model_name != PairEncoder().model_name
     got = loaded.probabilities([e["pair"] for e in examples])
     assert got == pytest.approx(trained, abs=0.02)
+
+
+def test_an_ensemble_file_answers_the_mean_of_its_fits(tmp_path, encoder):
+    """tools/train_pair_encoder.py --combine writes several fits as one weights file; the
+    detector's encoder then answers the mean of the fits' probabilities, at the threshold the
+    ensemble was written with, under a model name of its own."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import train_pair_encoder as tpe
+
+    class Args:
+        rank, lr, epochs, augment = 4, 1e-3, 1, 0.0
+
+    examples = [{"pair": (older_input(k, o), n), "y": 1, "rule": False, "file": "t"} for o, k, n in CHANGES] + [
+        {"pair": (older_input(k, o), n), "y": 0, "rule": False, "file": "t"} for o, k, n in LOOK_ALIKES]
+    fits = []
+    for seed, rank in ((5, 4), (6, 2)):
+        Args.rank = rank
+        model, _, adapters = tpe.fit(examples, Args, seed=seed)
+        path = tmp_path / f"small{seed}.safetensors"
+        tpe.save(model, adapters, path, {"threshold": 0.5, "scale": 1.0, "rank": rank, "trained_on": ["t"]})
+        fits.append(path)
+    small, other = fits
+    both = tmp_path / "both.safetensors"
+    assert tpe.main(["--combine", str(other), str(small), "--threshold", "0.61", "--out", str(both)]) == 0
+    ensemble = PairEncoder(weights=both)
+    assert ensemble.threshold == 0.61 and ensemble.meta["fits"] == 2
+    assert ensemble.meta["members"][0]["rank"] == 2 and ensemble.meta["members"][1]["rank"] == 4
+    assert ensemble.model_name not in (PairEncoder(weights=other).model_name, PairEncoder(weights=small).model_name)
+    pairs = [e["pair"] for e in examples]
+    first, own = PairEncoder(weights=other).probabilities(pairs), PairEncoder(weights=small).probabilities(pairs)
+    assert ensemble.probabilities(pairs) == pytest.approx([(a + b) / 2 for a, b in zip(first, own)], abs=1e-5)
+    # an ensemble is made of single fits, and says so in one line when asked to nest one
+    assert tpe.main(["--combine", str(both), str(small), "--threshold", "0.6", "--out", str(tmp_path / "x")]) == 2
+    assert tpe.main(["--combine", str(weights_path()), str(small), "--threshold", "0.6", "--out", str(tmp_path / "x")]) == 2
+    assert tpe.main(["--combine", str(small), "--threshold", "0.6", "--out", str(tmp_path / "x")]) == 2
 
 
 def test_bad_weights_or_device_give_one_line_errors(tmp_path):

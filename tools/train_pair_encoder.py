@@ -20,6 +20,9 @@ one-logit classifier are trained with a class-weighted logistic loss.
            the corpus always trains): each file's figures with its other groups, and the
            other files, in training. The threshold is picked on these scores as above.
 --holdout  cases files scored by the final fit only (never trained on, never used to pick).
+--combine W1 W2 ... --threshold T [--out W]
+           fit nothing: write the single-fit weights files W1, W2, ... as one ensemble (the
+           detector averages their probabilities, one forward pass each) flagging at T.
 --write    fit on every CASES file and the corpus and write rules/pair_encoder.safetensors
            (adapters, pooler, classifier; the threshold and how it was trained in its metadata).
 
@@ -40,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from memwatch_overlay.core.errors import ConfigError  # noqa: E402
 from memwatch_overlay.overlay.detect.detector import Detector  # noqa: E402
 from memwatch_overlay.overlay.detect import pair_encoder as pe  # noqa: E402
 from eval_contradictions import case_views, load_cases  # noqa: E402
@@ -229,9 +233,27 @@ def save(model, adapters: dict, path: Path, meta: dict) -> None:
     save_file(state, str(path), metadata={"memwatch": json.dumps(meta)})
 
 
+def combine(paths: list[str], threshold: float | None, out: Path) -> int:
+    """Write several fits as one ensemble weights file (overlay/detect/pair_encoder.py reads it)."""
+    from safetensors.torch import save_file
+    if len(paths) < 2 or threshold is None:
+        print("--combine needs two or more weights files and --threshold", file=sys.stderr)
+        return 2
+    try:
+        tensors, meta = pe.combined(paths, threshold)
+    except (ConfigError, OSError, ValueError) as exc:
+        print(f"--combine: {exc}", file=sys.stderr)
+        return 2
+    save_file(tensors, str(out), metadata={"memwatch": json.dumps(meta)})
+    print(f"wrote {out}: {len(paths)} fits, threshold {threshold}")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("cases", nargs="+")
+    ap.add_argument("cases", nargs="*")
+    ap.add_argument("--combine", nargs="+", default=[], metavar="WEIGHTS",
+                    help="write these single-fit weights files as one ensemble (needs --threshold)")
     ap.add_argument("--holdout", nargs="*", default=[])
     ap.add_argument("--by-file", action="store_true")
     ap.add_argument("--folds", type=int, default=0, help="grouped k-fold CV over the cases files' groups")
@@ -252,6 +274,10 @@ def main(argv=None) -> int:
                          "until a threshold is chosen on another)")
     a = ap.parse_args(argv)
     a.write = a.write or a.out is not None
+    if a.combine:
+        return combine(a.combine, a.threshold, Path(a.out) if a.out else pe.weights_path())
+    if not a.cases:
+        ap.error("the cases files to fit on are required")
     import torch
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     rules = Detector(learned=False)

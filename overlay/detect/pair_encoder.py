@@ -17,8 +17,13 @@ its findings added little where they stayed precise, and it shipped opt-in. At s
 on fourteen authors without seven others, it found more than half of those seven's changes
 (P 0.767 / R 0.562) at the rules' precision on them (0.760 / 0.126). More authors kept paying: since
 stop 44 it is fitted on 63 authors' cases and reads eight others it never saw at about P 0.80 / R
-0.70 (docs/contradictions.md, "Stop 44"). The embeddings mode never asks it about two values under
-one store key of a slot that holds several. ``tools/train_pair_encoder.py`` refits it.
+0.70 (docs/contradictions.md, "Stop 44"); since stop 45 the shipped file is the ensemble of that fit
+and one on 71 authors. The embeddings mode never asks it about two values under one store key of a
+slot that holds several. ``tools/train_pair_encoder.py`` refits it.
+
+One weights file may hold several fits side by side (an ensemble: ``fits`` in its metadata, each
+fit's tensors under ``fit0.``, ``fit1.``, ...; ``tools/train_pair_encoder.py --combine`` writes it): the
+probability is then the mean of the fits' probabilities, one forward pass per fit.
 
 Cost: one forward pass per pair (no vector of a single text can be cached), about 3-6 ms per
 pair on two CPU cores in batches. The detector asks only about pairs its cheaper layers left
@@ -98,7 +103,7 @@ class PairEncoder:
         if veto is None:
             veto = float(self.meta["veto"]) if "veto" in self.meta else None
         self.veto = float(veto) if veto else None
-        self._model = None
+        self._models: list | None = None    # one per fit the weights file holds
         self._tokenizer = None
         self._memory: OrderedDict[tuple[str, str], float] = OrderedDict()
         self.cache = None           # a VerdictStore (overlay/store/verdicts.py) a sync hands in
@@ -106,8 +111,8 @@ class PairEncoder:
 
     # -- model
     def _load(self):
-        if self._model is not None:
-            return self._model, self._tokenizer
+        if self._models is not None:
+            return self._models, self._tokenizer
         from memwatch_overlay.overlay.detect.embeddings import default_model_path
         base = self.base or default_model_path()
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -123,16 +128,19 @@ class PairEncoder:
         transformers.utils.logging.disable_progress_bar()   # no "Loading weights" bar in a report's stderr
         try:
             tokenizer = transformers.AutoTokenizer.from_pretrained(base)
-            model = transformers.AutoModelForSequenceClassification.from_pretrained(base, num_labels=1)
-            apply_adapters(model, load_tensors(self._raw or b""), float(self.meta.get("scale", 1.0)))
-            model.eval()
-            model.to(self.device)
+            models = []
+            for state, scale in fit_states(load_tensors(self._raw or b""), self.meta):
+                model = transformers.AutoModelForSequenceClassification.from_pretrained(base, num_labels=1)
+                apply_adapters(model, state, scale)
+                model.eval()
+                model.to(self.device)
+                models.append(model)
         except Exception as exc:          # the libraries raise many kinds; report one line
             raise ConfigError(f"cannot load the pair encoder ({self.weights.name} on {base!r}, device "
                               f"{self.device!r}): {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
                               field="embeddings.pair_encoder") from None
-        self._model, self._tokenizer, self._raw = model, tokenizer, None
-        return model, tokenizer
+        self._models, self._tokenizer, self._raw = models, tokenizer, None
+        return models, tokenizer
 
     # -- scoring
     def probabilities(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
@@ -146,8 +154,9 @@ class PairEncoder:
                     self._remember(p, known[keys[p]][1])
             want = [p for p in want if p not in self._memory]
         if want:
-            model, tok = self._load()
-            scored = score_pairs(model, tok, want, self.batch_size, self.device)
+            models, tok = self._load()
+            runs = [score_pairs(model, tok, want, self.batch_size, self.device) for model in models]
+            scored = [sum(ps) / len(ps) for ps in zip(*runs)]
             self.scored += len(want)
             for p, prob in zip(want, scored):
                 self._remember(p, prob)
@@ -190,6 +199,40 @@ def apply_adapters(model, state: dict, scale: float) -> None:
                 params[base + ".weight"] += scale * (b @ tensor.float())
             elif not name.endswith(".lora_B"):
                 params[name].copy_(tensor.float())
+
+
+def fit_states(state: dict, meta: dict) -> list[tuple[dict, float]]:
+    """The fits a weights file holds, each as (its tensors, its adapter scale): the file's one fit,
+    or an ensemble's (``fits`` in the metadata; fit i's tensors named ``fit{i}.``...)."""
+    n = int(meta.get("fits", 1))
+    if n == 1:
+        return [(state, float(meta.get("scale", 1.0)))]
+    scales = meta.get("scales") or [meta.get("scale", 1.0)] * n
+    fits = []
+    for i in range(n):
+        prefix = f"fit{i}."
+        part = {name[len(prefix):]: t for name, t in state.items() if name.startswith(prefix)}
+        if not part:
+            raise ValueError(f"the ensemble names {n} fits and holds no tensors of fit {i}")
+        fits.append((part, float(scales[i])))
+    return fits
+
+
+def combined(paths: Sequence[str | os.PathLike], threshold: float) -> tuple[dict, dict]:
+    """Several single-fit weights files as one ensemble's (tensors, metadata), the fits side by side,
+    for ``safetensors.torch.save_file``; each fit's own metadata is kept under ``members``."""
+    from safetensors.torch import load as load_tensors
+    tensors, members = {}, []
+    for i, path in enumerate(paths):
+        raw = Path(path).read_bytes()
+        meta = _metadata(raw)
+        if int(meta.get("fits", 1)) != 1:
+            raise ConfigError(f"{path}: already an ensemble; combine single fits", field="embeddings.pair_encoder")
+        tensors.update({f"fit{i}.{name}": t for name, t in load_tensors(raw).items()})
+        members.append(meta)
+    meta = {"fits": len(members), "threshold": threshold, "scales": [float(m.get("scale", 1.0)) for m in members],
+            "members": members}
+    return tensors, meta
 
 
 def _metadata(raw: bytes) -> dict:
