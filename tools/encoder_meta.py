@@ -55,6 +55,7 @@ def write(path: Path, out: Path, settings: dict[str, float]) -> dict:
 
 
 def main(argv=None) -> int:
+    from safetensors import SafetensorError
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("weights")
     ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE")
@@ -70,9 +71,7 @@ def main(argv=None) -> int:
     except OSError as e:
         print(f"error: {path}: {e.strerror or e}", file=sys.stderr)
         return 2
-    except Exception as e:          # safetensors' own error for a file that is not one
-        if type(e).__name__ != "SafetensorError":
-            raise
+    except SafetensorError as e:    # a file that is not one
         print(f"error: {path}: not a safetensors file ({e})", file=sys.stderr)
         return 2
     print(json.dumps(meta, indent=1, sort_keys=True))
