@@ -174,7 +174,6 @@ class Detector:
         undecided: list[FactView] = []
         self.confirmed = []
         pairs = []
-        older_of: dict[str, FactView] = {}
         for old in olders:
             if old.ref == newer.ref or old.learned_at > newer.learned_at:
                 continue
@@ -183,7 +182,6 @@ class Detector:
             if nr.entity and orr.entity and nr.entity != orr.entity:
                 continue                # the texts are about two different named people
             pairs.append((old, self._pair_against(newer, nr, old, orr)))
-            older_of[old.ref] = old
         sims = self._sims(newer, [o for o, _ in pairs])
         unread: list[tuple[FactView, tuple | None]] = []      # open to the pair encoder: (fact, sim)
         for (old, v), sim in zip(pairs, sims):
@@ -201,7 +199,7 @@ class Detector:
                 if weighed:
                     unread.append((old, sim))
         if out and self.pair_encoder is not None and self.embedder is not None and self.pair_encoder.veto:
-            out = self._vetoed(newer, out, older_of)
+            out = self._vetoed(newer, out, {o.ref: o for o, _ in pairs})
         if unread and self.pair_encoder is not None and self.embedder is not None:
             found = self._encoded(newer, unread)
             out.extend(found)
