@@ -17,13 +17,12 @@ import json
 import sys
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from memwatch_overlay.overlay.detect import pair_encoder as pe  # noqa: E402
+
 SETTABLE = ("threshold", "veto")
-
-
-def read_meta(path: Path) -> dict:
-    from safetensors import safe_open
-    with safe_open(str(path), framework="pt") as f:
-        return json.loads((f.metadata() or {}).get("memwatch", "{}"))
 
 
 def parse_settings(items: list[str]) -> dict[str, float]:
@@ -43,14 +42,14 @@ def parse_settings(items: list[str]) -> dict[str, float]:
 
 
 def write(path: Path, out: Path, settings: dict[str, float]) -> dict:
-    from safetensors.torch import load_file, save_file
-    meta = read_meta(path)
+    from safetensors.torch import load_file
+    meta = pe.read_metadata(path)
     for key, value in settings.items():
         if key == "veto" and value == 0.0:
             meta.pop("veto", None)
         else:
             meta[key] = value
-    save_file(load_file(str(path)), str(out), metadata={"memwatch": json.dumps(meta)})
+    pe.write_weights(load_file(str(path)), out, meta)
     return meta
 
 
@@ -64,7 +63,7 @@ def main(argv=None) -> int:
     path = Path(a.weights)
     try:
         settings = parse_settings(a.set)
-        meta = write(path, Path(a.out) if a.out else path, settings) if settings else read_meta(path)
+        meta = write(path, Path(a.out) if a.out else path, settings) if settings else pe.read_metadata(path)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -221,7 +221,6 @@ def pick_threshold(examples: list[dict], probs: list[float], min_precision: floa
 
 
 def save(model, adapters: dict, path: Path, meta: dict) -> None:
-    from safetensors.torch import save_file
     state = {}
     for name, mod in adapters.items():
         state[name + ".lora_A"] = mod.lora_A.detach().to("cpu").half().contiguous()
@@ -230,12 +229,11 @@ def save(model, adapters: dict, path: Path, meta: dict) -> None:
         state[f"bert.pooler.{n}"] = p.detach().half().contiguous()
     for n, p in model.classifier.named_parameters():
         state[f"classifier.{n}"] = p.detach().float().contiguous()
-    save_file(state, str(path), metadata={"memwatch": json.dumps(meta)})
+    pe.write_weights(state, path, meta)
 
 
 def combine(paths: list[str], threshold: float | None, out: Path) -> int:
     """Write several fits as one ensemble weights file (overlay/detect/pair_encoder.py reads it)."""
-    from safetensors.torch import save_file
     if len(paths) < 2 or threshold is None:
         print("--combine needs two or more weights files and --threshold", file=sys.stderr)
         return 2
@@ -244,7 +242,7 @@ def combine(paths: list[str], threshold: float | None, out: Path) -> int:
     except (ConfigError, OSError, ValueError) as exc:
         print(f"--combine: {exc}", file=sys.stderr)
         return 2
-    save_file(tensors, str(out), metadata={"memwatch": json.dumps(meta)})
+    pe.write_weights(tensors, out, meta)
     print(f"wrote {out}: {len(paths)} fits, threshold {threshold}")
     return 0
 

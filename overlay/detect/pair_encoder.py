@@ -25,8 +25,8 @@ One weights file may hold several fits side by side (an ensemble: ``fits`` in it
 fit's tensors under ``fit0.``, ``fit1.``, ...; ``tools/train_pair_encoder.py --combine`` writes it): the
 probability is then the mean of the fits' probabilities, one forward pass per fit.
 
-Cost: one forward pass per pair (no vector of a single text can be cached), about 3-6 ms per
-pair on two CPU cores in batches. The detector asks only about pairs its cheaper layers left
+Cost: one forward pass per pair and fit (no vector of a single text can be cached), about 3-6 ms
+per pass on two CPU cores in batches. The detector asks only about pairs its cheaper layers left
 undecided, in one batch per newer fact, and remembers each answer by pair (in memory, and in
 the overlay's verdict table when a sync hands it one, as the judge's).
 
@@ -37,6 +37,7 @@ Example:
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -128,13 +129,14 @@ class PairEncoder:
         transformers.utils.logging.disable_progress_bar()   # no "Loading weights" bar in a report's stderr
         try:
             tokenizer = transformers.AutoTokenizer.from_pretrained(base)
-            models = []
-            for state, scale in fit_states(load_tensors(self._raw or b""), self.meta):
-                model = transformers.AutoModelForSequenceClassification.from_pretrained(base, num_labels=1)
-                apply_adapters(model, state, scale)
-                model.eval()
-                model.to(self.device)
-                models.append(model)
+            fits = fit_states(load_tensors(self._raw or b""), self.meta)
+            # the base weights are read once; each fit's adapters are merged into a copy of them
+            model = transformers.AutoModelForSequenceClassification.from_pretrained(base, num_labels=1)
+            models = [model] + [copy.deepcopy(model) for _ in fits[1:]]
+            for m, (state, scale) in zip(models, fits):
+                apply_adapters(m, state, scale)
+                m.eval()
+                m.to(self.device)
         except Exception as exc:          # the libraries raise many kinds; report one line
             raise ConfigError(f"cannot load the pair encoder ({self.weights.name} on {base!r}, device "
                               f"{self.device!r}): {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
@@ -233,6 +235,17 @@ def combined(paths: Sequence[str | os.PathLike], threshold: float) -> tuple[dict
     meta = {"fits": len(members), "threshold": threshold, "scales": [float(m.get("scale", 1.0)) for m in members],
             "members": members}
     return tensors, meta
+
+
+def read_metadata(path: str | os.PathLike) -> dict:
+    """The memwatch metadata of a weights file (ValueError when it is not one)."""
+    return _metadata(Path(path).read_bytes())
+
+
+def write_weights(tensors: dict, path: str | os.PathLike, meta: dict) -> None:
+    """Save tensors with the memwatch metadata the encoder reads (the training tools' one writer)."""
+    from safetensors.torch import save_file
+    save_file(tensors, str(path), metadata={"memwatch": json.dumps(meta)})
 
 
 def _metadata(raw: bytes) -> dict:
