@@ -277,9 +277,12 @@ def test_an_ensemble_file_answers_the_mean_of_its_fits(tmp_path, encoder):
     pairs = [e["pair"] for e in examples]
     first, own = PairEncoder(weights=other).probabilities(pairs), PairEncoder(weights=small).probabilities(pairs)
     assert ensemble.probabilities(pairs) == pytest.approx([(a + b) / 2 for a, b in zip(first, own)], abs=1e-5)
-    # an ensemble is made of single fits, and says so in one line when asked to nest one
-    assert tpe.main(["--combine", str(both), str(small), "--threshold", "0.6", "--out", str(tmp_path / "x")]) == 2
-    assert tpe.main(["--combine", str(weights_path()), str(small), "--threshold", "0.6", "--out", str(tmp_path / "x")]) == 2
+    # an ensemble combined again gives its fits as members each: the plain mean of all three
+    three = tmp_path / "three.safetensors"
+    assert tpe.main(["--combine", str(both), str(small), "--threshold", "0.6", "--out", str(three)]) == 0
+    again = PairEncoder(weights=three)
+    assert again.meta["fits"] == 3 and [m["rank"] for m in again.meta["members"]] == [2, 4, 4]
+    assert again.probabilities(pairs) == pytest.approx([(a + 2 * b) / 3 for a, b in zip(first, own)], abs=1e-5)
     assert tpe.main(["--combine", str(small), "--threshold", "0.6", "--out", str(tmp_path / "x")]) == 2
 
 

@@ -21,8 +21,9 @@ one-logit classifier are trained with a class-weighted logistic loss.
            other files, in training. The threshold is picked on these scores as above.
 --holdout  cases files scored by the final fit only (never trained on, never used to pick).
 --combine W1 W2 ... --threshold T [--out W]
-           fit nothing: write the single-fit weights files W1, W2, ... as one ensemble (the
-           detector averages their probabilities, one forward pass each) flagging at T.
+           fit nothing: write the weights files W1, W2, ... as one ensemble (the detector
+           averages its fits' probabilities, one forward pass each) flagging at T; an ensemble
+           given here adds each of its fits as a member (the plain mean of every fit).
 --write    fit on every CASES file and the corpus and write rules/pair_encoder.safetensors
            (adapters, pooler, classifier; the threshold and how it was trained in its metadata).
 
@@ -243,7 +244,7 @@ def combine(paths: list[str], threshold: float | None, out: Path) -> int:
         print(f"--combine: {exc}", file=sys.stderr)
         return 2
     pe.write_weights(tensors, out, meta)
-    print(f"wrote {out}: {len(paths)} fits, threshold {threshold}")
+    print(f"wrote {out}: {meta['fits']} fits, threshold {threshold}")
     return 0
 
 

@@ -221,19 +221,24 @@ def fit_states(state: dict, meta: dict) -> list[tuple[dict, float]]:
 
 
 def combined(paths: Sequence[str | os.PathLike], threshold: float) -> tuple[dict, dict]:
-    """Several single-fit weights files as one ensemble's (tensors, metadata), the fits side by side,
-    for ``safetensors.torch.save_file``; each fit's own metadata is kept under ``members``."""
+    """Several weights files as one ensemble's (tensors, metadata), every fit side by side, for
+    ``safetensors.torch.save_file``: a single fit is one member, an ensemble's fits are members each
+    (the result is the plain mean of all of them, not a mean of means); each fit's own metadata is
+    kept under ``members``."""
     from safetensors.torch import load as load_tensors
-    tensors, members = {}, []
-    for i, path in enumerate(paths):
+    tensors, members, scales = {}, [], []
+    for path in paths:
         raw = Path(path).read_bytes()
         meta = _metadata(raw)
-        if int(meta.get("fits", 1)) != 1:
-            raise ConfigError(f"{path}: already an ensemble; combine single fits", field="embeddings.pair_encoder")
-        tensors.update({f"fit{i}.{name}": t for name, t in load_tensors(raw).items()})
-        members.append(meta)
-    meta = {"fits": len(members), "threshold": threshold, "scales": [float(m.get("scale", 1.0)) for m in members],
-            "members": members}
+        fits = fit_states(load_tensors(raw), meta)
+        own = meta.get("members") if len(fits) > 1 else [meta]
+        if not isinstance(own, list) or len(own) != len(fits):
+            raise ConfigError(f"{path}: an ensemble without one metadata entry per fit", field="embeddings.pair_encoder")
+        for (state, scale), member in zip(fits, own):
+            tensors.update({f"fit{len(members)}.{name}": t for name, t in state.items()})
+            members.append(member)
+            scales.append(scale)
+    meta = {"fits": len(members), "threshold": threshold, "scales": scales, "members": members}
     return tensors, meta
 
 
