@@ -670,3 +670,44 @@ def test_a_negated_telling_does_not_deny_what_follows(rules):
     assert rules.compare(fact("b", "haven't told my manager at Revolut yet, obviously"), [old]) == []
     [c] = rules.compare(fact("b", "I don't work at Revolut any more"), [old])
     assert c.older == "a"
+
+
+@pytest.mark.parametrize("old,key,new", [
+    # what remains, not what was left
+    ("Holds an Irish passport", None, "my Irish passport still has three years left on it, no rush"),
+    ("Drives a Ford Focus", None, "the Focus has eighteen months of payments left, then it's ours"),
+    ("Has a tabby cat called Miso", None, "dropped Miso at the cattery and left her there for four nights, felt awful"),
+    ("Has a tabby cat called Miso", None, "Left Miso with my neighbour for the weekend while I was in Porto"),
+    # the people or the training of a time, not the thing itself
+    ("Works at Zalando", "employer", "my old Zalando teammate Ines is getting married in June"),
+    ("Trained as a carpenter", None, "my old carpentry course came in handy fixing the shed door"),
+    # a one-off
+    ("Gym on Thursdays", None, "swapped my Thursday gym for Friday just this once, dentist again"),
+    # other people's news: someone from work, by full name, someone the user mentors or trains
+    ("Vegetarian", "diet", "the new starter on my team is vegan and I keep forgetting"),
+    ("Senior designer at Canva", None, "one of my mentees just got hired at Figma, so proud"),
+    ("Works at Unilever", "employer", "FYI Tomasz Nowicki left Unilever last week, I'm covering his accounts until June"),
+    ("j.silva@acme.io", "email", "Joana from accounts changed her email to joana.silva@acme.io, mine is the same"),
+    # an offer taken whose start is still to come
+    ("Works at Philips", "employer", "I've accepted an offer from Bosch and start there on 3 March, still at Philips till then"),
+])
+def test_stop_46s_look_alikes_stay_quiet(rules, old, key, new):
+    """False-alarm classes of t60-t67 (stop 46): "N years left" is what remains; a pet left
+    somewhere for a while; "my old X teammate/course"; a change "just this once"; a new
+    starter's, a mentee's, a named colleague's news (with a surname, or "from accounts"); an
+    accepted offer that starts later."""
+    assert rules.compare(fact("b", new), [fact("a", old, key=key, days_ago=300)]) == [], new
+
+
+@pytest.mark.parametrize("old,key,new", [
+    ("Works at Unilever", "employer", "I left Unilever last week, the farewell drinks were lovely"),
+    ("Has a tabby cat called Miso", None, "we left Miso with my aunt when we emigrated, she is hers for good now"),
+    ("Works at Philips", "employer", "I've accepted an offer from Bosch and started there on Monday"),
+    ("Gym on Thursdays", None, "swapped my Thursday gym for Friday mornings for good"),
+    ("j.silva@acme.io", "email", "changed my email to joana.silva@acme.io, please use that one"),
+])
+def test_beside_stop_46s_look_alikes_the_changes_still_read(rules, old, key, new):
+    """The user's own leaving, a pet left behind for good, an offer already started, a swap for
+    good, the user's own new e-mail."""
+    found = rules.compare(fact("b", new), [fact("a", old, key=key, days_ago=300)])
+    assert [c.older for c in found] == ["a"], new

@@ -347,7 +347,7 @@ class _Guards:
         name = _WORD.search(upto)
         if name is not None:
             low = name.group(0).lower().removesuffix("'s")
-            if low in self.own_names or low in match.lower():
+            if low in self.own_names or _reads_name(low, match.lower()):
                 return False        # the user's own name, or the name is what the match reads
         self.named_seen = True
         return self.names_others
@@ -411,6 +411,7 @@ def _salient(word: str, pack: Pack) -> bool:
 
 # a change said in the progressive: with a time still to come after it, a scheduled one (_scheduled)
 _PROGRESSIVE = re.compile(r"\b(?:moving|relocating|starting|joining|leaving|quitting|switching|transferring)\b", re.I)
+_STARTS_LATER = re.compile(r"\b(?:and|to|i|i'll|will) (?:start|begin)s? (?:there|work|the (?:job|role|position|new job)) ", re.I)
 _PURSUIT_WORDS = 4      # what a pursuit is after: its first few salient words, up to a conjunction
 _CONJUNCTION = re.compile(r"\b(?:and|but|while|because|so|though|although)\b", re.I)
 
@@ -672,7 +673,7 @@ class Extractor:
                 for m in cue.pattern.finditer(clause):
                     prefix = clause[:m.start()]
                     if (self.guards.hedged(prefix, mask) or self.guards.third_party(prefix, mask, m)
-                            or self.guards.negated(prefix, mask)):
+                            or self.guards.negated(prefix, mask) or self.guards.has("one_off", clause, mask)):
                         continue
                     after = clause[m.end():]
                     after_words = _WORD.findall(re.split(r"\band\b", after)[0])
@@ -800,7 +801,7 @@ class Extractor:
                 usable, neg = self._usable(sd, info, m)
                 if not usable or _overlaps(taken, m) or (sd.category == "location" and info.temporary):
                     continue
-                if self._scheduled(info, m):
+                if self._scheduled(info, m, starts_later=True):
                     continue
                 if (sd.category == "preference" and info.once) or self._pending(sd, info, m):
                     continue
@@ -855,11 +856,17 @@ class Extractor:
                                         evidence=clause))
         return out
 
-    def _scheduled(self, info: "_Clause", m: re.Match) -> bool:
+    def _scheduled(self, info: "_Clause", m: re.Match, starts_later: bool = False) -> bool:
         """A change said in the progressive with a time still to come after it ("moving to
-        Melbourne on the 3rd of September", "starting at Stripe in two weeks")."""
-        return (_PROGRESSIVE.search(m.group(0)) is not None
-                and self.guards.has("scheduled", info.text[m.end():], info.mask))
+        Melbourne on the 3rd of September", "starting at Stripe in two weeks"); with
+        ``starts_later`` (a new value, not an end), also one whose start is still to come ("accepted
+        an offer from Siemens and start there on 2 September"; an end stays an end: "left Google and
+        start at Stripe on Monday")."""
+        after = info.text[m.end():]
+        if _PROGRESSIVE.search(m.group(0)) is not None:
+            return self.guards.has("scheduled", after, info.mask)
+        later = _STARTS_LATER.search(after) if starts_later else None
+        return later is not None and self.guards.has("scheduled", after[later.end():], info.mask)
 
     def _pending(self, sd: SlotDef, info: "_Clause", m: re.Match) -> bool:
         """A count not reached yet: "grandbaby number five is due in March"."""
@@ -917,6 +924,12 @@ class _SlotPlan:
 
 def _plain_ascii(clause: str) -> bool:
     return clause.isascii() and clause.isprintable() and "  " not in clause
+
+
+def _reads_name(name: str, match: str) -> bool:
+    """Whether ``name`` is a word of what a match reads ("Leeds is home now"), not only part of an
+    e-mail address or a handle in it ("dorota.nowak@vistula.pl" is Dorota's, not a value naming her)."""
+    return re.search(rf"(?<![\w.@-]){re.escape(name)}(?![\w@-]|\.\w)", match) is not None
 
 
 def _overlaps(taken: list[tuple[int, int]], m: re.Match) -> bool:
