@@ -711,3 +711,31 @@ def test_beside_stop_46s_look_alikes_the_changes_still_read(rules, old, key, new
     good, the user's own new e-mail."""
     found = rules.compare(fact("b", new), [fact("a", old, key=key, days_ago=300)])
     assert [c.older for c in found] == ["a"], new
+
+
+@pytest.mark.parametrize("old,key,new", [
+    ("Allergic to peanuts", None, "peanut-free snacks for the flight please, the usual"),
+    ("Coeliac, avoids gluten", None, "found a gluten-free bakery two streets away, heaven"),
+    ("Can't drink milk", None, "dairy-free hot chocolate for me, thanks"),
+    ("Did a BA in History at Leeds", None, "my old Leeds tutor emailed out of nowhere, she's retiring"),
+    ("Left art school in 2017", None, "a friend from the art school I left back in 2017 has a show in Ghent"),
+    ("Has a bonsai called Ficus Rex", None, "leaving Ficus Rex with my sister while I'm away in Lima, how often should she water it?"),
+])
+def test_stop_46s_second_look_alikes_stay_quiet(rules, old, key, new):
+    """More false-alarm classes (t68-t75, read after they were measured): a "-free" request
+    restates an allergy or an intolerance; "my old X tutor"; an ending dated to the year the
+    older fact already names; a thing left with someone while the user is away."""
+    assert rules.compare(fact("b", new), [fact("a", old, key=key, days_ago=300)]) == [], new
+
+
+@pytest.mark.parametrize("old,key,new", [
+    ("Smokes", None, "three months smoke-free today, never going back"),
+    ("Eats meat", None, "I'm meat-free now, fully vegetarian since January"),
+    ("0412 558 903", "phone", "whoever has my old 0412 number, sorry, use 0433 271 684"),
+    ("Has a bonsai called Ficus Rex", None, "I left Ficus Rex with my sister for good, she loves it more than I did"),
+])
+def test_beside_stop_46s_second_look_alikes_the_endings_still_read(rules, old, key, new):
+    """"smoke-free" still ends smoking and "meat-free" eating meat; a number, not a year, is
+    what "my old 0412 number" ends; a thing left with someone for good."""
+    found = rules.compare(fact("b", new), [fact("a", old, key=key, days_ago=300)])
+    assert [c.older for c in found] == ["a"], new

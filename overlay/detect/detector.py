@@ -114,6 +114,12 @@ class Judge(Protocol):
     def verdict(self, older: str, newer: str) -> tuple[bool, float, str] | None: ...
 
 
+# a cue that says the thing is absent ("sesame-free", "non-smoking"): the end of having it, the
+# confirmation of avoiding it
+_FREE_FORM = re.compile(r"-free$|^non-?\w", re.I)
+_YEAR = re.compile(r"(?:19|20)\d\d")
+
+
 @dataclass
 class _Verdict:
     conflicts: list[Contradiction] = field(default_factory=list)
@@ -664,10 +670,16 @@ class Detector:
         for c in orr.cues:              # the old fact already tells of this ending
             ended_before |= c.scope
         anchors = {a for a in orr.anchors if not any(_stem_match(a, w) for w in ended_before)}
+        avoids = None
         for c in nr.cues:
             hit = sorted(a for a in anchors if any(_stem_match(a, w) for w in c.scope))
-            if not hit:
-                continue
+            if not hit or all(_YEAR.fullmatch(a) for a in hit):
+                continue                # a year alone is not what a cue ends ("the school I quit back in 2019")
+            if _FREE_FORM.search(c.cue):
+                if avoids is None:
+                    avoids = self.extractor.guards.has("avoids", orr.text)
+                if avoids:
+                    continue            # "sesame-free" restates "allergic to sesame"
             if self.extractor.guards.past(orr.text):
                 return                  # the old fact is already past ("Previously at Wealthsimple")
             v.conflicts.append(self._make(
