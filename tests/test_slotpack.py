@@ -74,3 +74,30 @@ def test_compile_pack_rejects_a_slot_without_rules():
     with pytest.raises(ConfigError) as e:
         compile_pack({"version": 1, "slots": [{"name": "x", "category": "fact"}]})
     assert e.value.field == "slots[0]"
+
+
+def test_a_packs_cue_kinds_end_weak_and_absent(tmp_path):
+    """[cues] end / weak / absent: a weak cue ends nothing when the temporary guard marks what
+    follows it; an absent cue ("-free") ends having the thing but restates an older fact the
+    avoids guard marks as avoiding it."""
+    p = tmp_path / "cues.toml"
+    p.write_text(MINIMAL + """
+[guards]
+temporary = ['\\bfor a week\\b']
+avoids = ['\\ballerg']
+[cues]
+end = ['\\bsold\\b']
+weak = ['\\bleft\\b']
+absent = ['\\b(?P<o>\\w+)-free\\b']
+""")
+    pack = load_pack(p)
+    assert [(c.weak, c.absent) for c in pack.cues] == [(False, False), (False, True), (True, False)]
+    d = Detector(str(p), learned=False)
+
+    def ends(old: str, new: str) -> bool:
+        return bool(d.compare(FactView("b", "u", None, new, "general", 10.0),
+                              [FactView("a", "u", None, old, "general", 0.0)]))
+    assert ends("has a kayak called Otter", "left Otter at the club")
+    assert not ends("has a kayak called Otter", "left Otter at the club for a week")
+    assert ends("drinks gluten beer", "gluten-free from now on")
+    assert not ends("allergic to gluten", "gluten-free from now on")

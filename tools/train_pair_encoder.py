@@ -252,7 +252,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("cases", nargs="*")
     ap.add_argument("--combine", nargs="+", default=[], metavar="WEIGHTS",
-                    help="write these single-fit weights files as one ensemble (needs --threshold)")
+                    help="write these weights files (single fits or ensembles) as one ensemble (needs --threshold)")
     ap.add_argument("--holdout", nargs="*", default=[])
     ap.add_argument("--by-file", action="store_true")
     ap.add_argument("--folds", type=int, default=0, help="grouped k-fold CV over the cases files' groups")

@@ -114,9 +114,6 @@ class Judge(Protocol):
     def verdict(self, older: str, newer: str) -> tuple[bool, float, str] | None: ...
 
 
-# a cue that says the thing is absent ("sesame-free", "non-smoking"): the end of having it, the
-# confirmation of avoiding it
-_FREE_FORM = re.compile(r"-free$|^non-?\w", re.I)
 _YEAR = re.compile(r"(?:19|20)\d\d")
 
 
@@ -675,7 +672,7 @@ class Detector:
             hit = sorted(a for a in anchors if any(_stem_match(a, w) for w in c.scope))
             if not hit or all(_YEAR.fullmatch(a) for a in hit):
                 continue                # a year alone is not what a cue ends ("the school I quit back in 2019")
-            if _FREE_FORM.search(c.cue):
+            if c.absent:                # "sesame-free": the end of having sesame, not of avoiding it
                 if avoids is None:
                     avoids = self.extractor.guards.has("avoids", orr.text)
                 if avoids:

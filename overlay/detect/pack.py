@@ -124,6 +124,11 @@ class Cue:
 
     pattern: re.Pattern
     confidence: float
+    # weak: a weak cue ("left") ends nothing when the `temporary` guard marks what follows it ("left
+    # Mochi at a dog hotel for three days"); absent: it says the thing is absent ("sesame-free"), which ends
+    # having it but restates an older fact of avoiding it (the `avoids` guard, Detector._cues)
+    weak: bool = False
+    absent: bool = False
 
 
 @dataclass
@@ -289,9 +294,10 @@ def compile_pack(data: dict[str, Any], where: str = "<pack>", lazy: bool = False
             raise ConfigError("a slot needs at least one of assert, deny or terms", f, where)
 
     cues_raw = data.get("cues", {})
-    _only(cues_raw, {"end", "weak"}, "cues.", where)
+    _only(cues_raw, {"end", "weak", "absent"}, "cues.", where)
     cues = [Cue(p, 0.8) for p in rxs(cues_raw.get("end", []), "cues.end")]
-    cues += [Cue(p, 0.65) for p in rxs(cues_raw.get("weak", []), "cues.weak")]
+    cues += [Cue(p, 0.8, absent=True) for p in rxs(cues_raw.get("absent", []), "cues.absent")]
+    cues += [Cue(p, 0.65, weak=True) for p in rxs(cues_raw.get("weak", []), "cues.weak")]
 
     cats = _table_of_rxs(data.get("categories", {}), "categories", where, rxs)
     for c in cats:

@@ -119,9 +119,10 @@ class _Clause:
 
     @property
     def once(self) -> bool:
-        """A one-off exception ("an aisle seat this time"): no preference changes."""
+        """A one-off exception ("an aisle seat this time", "just this once"): no preference changes."""
         if self._once is None:
-            self._once = self._guards.has("once", self.text, self.mask)
+            self._once = (self._guards.has("once", self.text, self.mask)
+                          or self._guards.has("one_off", self.text, self.mask))
         return self._once
 
     @property
@@ -146,6 +147,7 @@ class CueHit:
     confidence: float
     new_value: str | None
     evidence: str
+    absent: bool = False            # the pack's `absent` cue: "sesame-free" (pack.Cue)
 
 
 @dataclass(frozen=True)
@@ -673,7 +675,8 @@ class Extractor:
                 for m in cue.pattern.finditer(clause):
                     prefix = clause[:m.start()]
                     if (self.guards.hedged(prefix, mask) or self.guards.third_party(prefix, mask, m)
-                            or self.guards.negated(prefix, mask) or self.guards.has("one_off", clause, mask)):
+                            or self.guards.negated(prefix, mask) or self.guards.has("one_off", clause, mask)
+                            or (cue.weak and self.guards.temporary(clause[m.end():], mask))):
                         continue
                     after = clause[m.end():]
                     after_words = _WORD.findall(re.split(r"\band\b", after)[0])
@@ -686,7 +689,7 @@ class Extractor:
                     hits.append(CueHit(
                         cue=m.group(0), scope=frozenset(anchor_forms(scope_words)),
                         confidence=cue.confidence, new_value=_clean(m.groupdict().get("n")),
-                        evidence=clause))
+                        evidence=clause, absent=cue.absent))
         return hits
 
     def entity(self, t: str) -> str | None:
