@@ -360,16 +360,21 @@ class _Guards:
     def question(self, sentence: str) -> bool:
         return _any(self.g["question"], sentence)
 
-    def silent(self, parts: list[tuple[str, str]]) -> set[str]:
+    def silent(self, parts: list[tuple[str, str]], masks: list[int] | None = None) -> set[str]:
         """The sentences of `parts` ((clause, sentence) pairs, in text order) that assert
         nothing: questions, and sentences taken back by themselves or by the sentence after
-        them (the retraction guard)."""
+        them (the retraction guard). ``masks``: the clauses' prefilter masks; a sentence that
+        is one clause whole is searched only for the guards its mask allows."""
+        mask_of: dict[str, int] = {}
+        for (clause, sentence), m in zip(parts, masks or ()):
+            if clause == sentence:
+                mask_of[sentence] = m
         order = list(dict.fromkeys(s for _, s in parts))
-        out = {s for s in order if self.question(s)}
-        retraction = self.g["retraction"]
-        if retraction:
+        out = {s for s in order if self.has("question", s, mask_of.get(s, ALL))}
+        if self.g["retraction"]:
+            retracts = [self.has("retraction", s, mask_of.get(s, ALL)) for s in order]
             for i, s in enumerate(order):
-                if _any(retraction, s) or (i + 1 < len(order) and _any(retraction, order[i + 1])):
+                if retracts[i] or (i + 1 < len(order) and retracts[i + 1]):
                     out.add(s)
         return out
 
@@ -594,7 +599,7 @@ class Extractor:
         want, done = g.bits["pursuit"], g.bits["outcome"]
         if not any(m & (want | done) for m in masks):
             return (), frozenset()
-        silent = self._silent(parts)
+        silent = self._silent(parts, masks)
         found: list[frozenset[str]] = []
         reported: set[str] = set()           # sentences with an outcome
         for (clause, sentence), mask in zip(parts, masks):
@@ -625,11 +630,11 @@ class Extractor:
                  if _salient(w.lower().removesuffix("'s"), self.pack)]
         return tuple(found), frozenset(anchor_forms(words))
 
-    def _silent(self, parts: list[tuple[str, str]]) -> set[str]:
-        """guards.silent(parts), computed once for the clauses read() hands its three readers
-        (slots, cues, pursuits): the last list asked about is kept, and with it its answer."""
+    def _silent(self, parts: list[tuple[str, str]], masks: list[int]) -> set[str]:
+        """guards.silent(parts, masks), computed once for the clauses read() hands its three
+        readers (slots, cues, pursuits): the last list asked about is kept, and with it its answer."""
         if self._silent_of is not parts:
-            self._silent_of, self._silent_is = parts, self.guards.silent(parts)
+            self._silent_of, self._silent_is = parts, self.guards.silent(parts, masks)
         return self._silent_is
 
     def slots(self, t: str, parts: list[tuple[str, str]] | None = None,
@@ -645,7 +650,7 @@ class Extractor:
             if category and category != "general" and sd.category != category:
                 continue
             if not infos:
-                silent = self._silent(parts)
+                silent = self._silent(parts, masks)
                 infos = [_Clause(c, s in silent, m, self.guards) for (c, s), m in zip(parts, masks)]
             out.extend(self._slot(sd, plan, infos))
         return _dedupe(out)
@@ -665,7 +670,7 @@ class Extractor:
         masks = self._masks(parts) if masks is None else masks
         if not any(m & self._cue_bits for m in masks):
             return hits
-        silent = self._silent(parts)
+        silent = self._silent(parts, masks)
         for (clause, sentence), mask in zip(parts, masks):
             if sentence in silent:
                 continue
