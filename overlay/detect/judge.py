@@ -24,7 +24,6 @@ Example:
 """
 from __future__ import annotations
 
-import hashlib
 import http.client
 import json
 import os
@@ -32,6 +31,8 @@ import re
 import time
 import urllib.parse
 from typing import Iterable, Protocol
+
+from memwatch_overlay.overlay.detect.pair_keys import pair_key
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MODEL = "llama3.1"
@@ -63,12 +64,6 @@ class VerdictStore(Protocol):
     def get_verdicts(self, model: str, keys: list[str]) -> dict[str, Verdict]: ...
 
     def put_verdicts(self, model: str, rows: list[tuple[str, Verdict]]) -> None: ...
-
-
-def pair_key(older: str, newer: str) -> str:
-    """The cache key of one question: a hash of both texts (the prompt is fixed per release)."""
-    data = f"{older}\x1f{newer}".encode("utf-8", "replace")
-    return hashlib.blake2b(data, digest_size=12).hexdigest()
 
 
 class _HTTPError(Exception):

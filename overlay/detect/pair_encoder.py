@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from memwatch_overlay.core.errors import ConfigError
-from memwatch_overlay.overlay.detect.judge import pair_key
+from memwatch_overlay.overlay.detect.pair_keys import pair_key
 
 WEIGHTS = "pair_encoder.safetensors"
 MAX_TOKENS = 128            # of the pair (older memory, newer text) as one input; the longer is cut

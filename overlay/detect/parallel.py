@@ -34,8 +34,6 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Iterable, Iterator
 
 PARALLEL_MIN = 20_000       # changed facts of one sync before blocks are walked in workers
@@ -85,7 +83,9 @@ class ParallelWalks:
     """Walks of (block rows, changed ids) pairs in worker processes, in the order given."""
 
     def __init__(self, detector: Any, workers: int):
+        # (imported here: a sync that walks in its own process never loads them, ~10 ms)
         import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
         self.detector, self.workers = detector, workers
         self.comparisons = 0            # the workers' comparisons (the sync's detector counts its own)
         self.fallbacks = 0              # batches walked here after a worker died
@@ -106,6 +106,7 @@ class ParallelWalks:
         """(block, changed ids, edges, confirms) per block of ``gathered``, in its order; the
         edges and confirms are blocks.walk_block's (none for a block of one fact). A block
         ``here`` picks is handed back with None for both, for the caller to walk itself."""
+        from concurrent.futures.process import BrokenProcessPool
         pending: deque = deque()          # (batch, future or None once the pool is broken)
         broken = False
         for batch in _batches(gathered, here):
@@ -123,6 +124,7 @@ class ParallelWalks:
             yield from self._results(*pending.popleft())
 
     def _results(self, batch: list, future) -> Iterator[tuple[list, set[int], Any, Any]]:
+        from concurrent.futures.process import BrokenProcessPool
         if batch[0] is _HERE:
             yield batch[1][0], batch[1][1], None, None
             return
