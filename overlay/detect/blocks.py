@@ -279,8 +279,16 @@ def _topics_in_batches(blocks, detector: Detector):
 
 def prefetch_small_blocks(detector: Detector, blocks: list) -> None:
     """Estimate the topics of these blocks' facts in one batch, but for the blocks of
-    TOPIC_BATCH_FACTS facts or more (their own walk batches them: _topics_in_batches)."""
-    detector.prefetch_topics([fact_view(r) for block in blocks if len(block) < TOPIC_BATCH_FACTS for r in block])
+    TOPIC_BATCH_FACTS facts or more (their own walk batches them: _topics_in_batches) and
+    keyed blocks (Detector.keyed_block: their walk never asks for them)."""
+    keyed_block = getattr(detector, "keyed_block", None)
+    views = []
+    for block in blocks:
+        if len(block) < TOPIC_BATCH_FACTS:
+            block_views = [fact_view(r) for r in block]
+            if keyed_block is None or keyed_block(block_views) is None:     # a keyed block's are never asked for
+                views += block_views
+    detector.prefetch_topics(views)
 
 
 def _changed_of(rows, source_id: int, sync_no: int) -> set[int]:
@@ -339,10 +347,12 @@ class _Walk:
         self.confirms: list[tuple[int, float]] = []
 
     def resumes(self, block: list, changed_ids: set[int]) -> bool:
-        """True when ``block`` is what this walk saw plus facts newer than all of it."""
+        """True when ``block`` is what this walk saw plus facts newer than all of it (and,
+        for a keyed block, facts that keep it keyed: BlockIndex.add)."""
         if self.last is None:
             return False
         seen = 0
+        new = []
         for r in block:
             i = r["id"]
             if i in self.views:
@@ -351,7 +361,12 @@ class _Walk:
                 seen += 1
             elif i not in changed_ids or (learned_at(r), i) <= self.last:
                 return False
-        return seen == len(self.views)
+            else:
+                new.append(r)
+        if seen != len(self.views):
+            return False
+        keyed = self.index.keyed
+        return keyed is None or self.detector.keyed_block((fact_view(r) for r in new), keyed) is not None
 
     def extend(self, rows: list, changed_ids: set[int]) -> None:
         """Walk these facts (all newer than any walked before) on from the current state."""
@@ -478,20 +493,37 @@ class BlockIndex:
         self.readings: dict = {}
         self._by_term: dict[tuple, set[int]] | None = None
         self._by_want: dict[tuple, set[int]] | None = None
+        # the slot of each store key while the block is keyed (Detector.keyed_block): the
+        # learned layer's terms are left out and its topics never estimated; None otherwise
+        self.keyed: dict | None = None
+        self._views: dict[int, FactView] = {}
         self.add(views)
 
     def add(self, views: dict[int, FactView]) -> None:
-        """Index more facts of the block."""
+        """Index more facts of the block. The facts of a keyed block (``keyed``) are indexed
+        without the learned layer's terms: a walk that adds facts which end that (a fact with
+        no key, a second key of one slot) starts again (``_Walk.resumes``)."""
         detector = self.detector
         split = getattr(detector, "offers_and_wants", None)
+        keyed_block = getattr(detector, "keyed_block", None)
+        earlier: dict[int, FactView] = {}
+        if keyed_block is not None and (not self.all_ids or self.keyed is not None):
+            was = self.keyed
+            self.keyed = keyed_block(views.values(), was)
+            if self.keyed is None and was is not None and self.all_ids:
+                earlier = self._views        # no longer keyed: the facts before get those terms too
+                self.all_ids, self._views = [], {}
+        learned = self.keyed is None
+        views = {**earlier, **views}
         prefetch = getattr(detector, "prefetch_topics", None)
-        if prefetch is not None:
+        if prefetch is not None and learned:
             prefetch(views.values())                     # the block's topics in one batch
         for i, v in views.items():
             self.all_ids.append(i)
+            self._views[i] = v
             self.readings[v.ref] = detector.read(v)       # read once per block
             if split is not None:
-                self.terms[i], self.wants[i] = split(v)
+                self.terms[i], self.wants[i] = split(v) if learned else split(v, learned=False)
             else:                                        # a detector with index_terms only
                 offers, wants = set(), set()
                 for role, *term in detector.index_terms(v):

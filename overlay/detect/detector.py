@@ -429,18 +429,21 @@ class Detector:
             return {("offer", *t) for t in offers} | {("want", *t) for t in wants}
         return self._index_terms(fact, None, frozenset())
 
-    def offers_and_wants(self, fact: FactView) -> tuple[frozenset[tuple], frozenset[tuple]]:
-        """``index_terms`` of a fact split by role, without the role (cached like ``read``)."""
-        ck = (fact.text or "", fact.subject or "", fact.key or "")
+    def offers_and_wants(self, fact: FactView, learned: bool = True) -> tuple[frozenset[tuple], frozenset[tuple]]:
+        """``index_terms`` of a fact split by role, without the role (cached like ``read``).
+        ``learned`` False: without the learned layer's terms (topics, names), for a block
+        whose store keys settle what it weighs (``keyed_block``)."""
+        ck = (fact.text or "", fact.subject or "", fact.key or "", learned)
         got = self._terms.get(ck)
         if got is None:
             offers, wants = set(), set()
             for role, *term in self._index_terms(self.read(fact), self._own_key(fact),
                                                  subject_words(fact.subject)):
                 (offers if role == "offer" else wants).add(tuple(term))
-            topic_offers, topic_wants = self.learned_terms(fact)    # the learned layer: by topic
-            offers |= topic_offers
-            wants |= topic_wants
+            if learned:
+                topic_offers, topic_wants = self.learned_terms(fact)    # the learned layer: by topic
+                offers |= topic_offers
+                wants |= topic_wants
             got = self._terms[ck] = (frozenset(offers), frozenset(wants))
             if len(self._terms) > self._cache_size:
                 self._terms.popitem(last=False)
@@ -865,6 +868,36 @@ class Detector:
         probs = enc.probabilities([self.encoder_input(new, older_of[c.older]) for c in asked])
         dropped = {id(c) for c, p in zip(asked, probs) if p < enc.veto}
         return [c for c in flags if id(c) not in dropped]
+
+    def keyed_block(self, facts: Iterable[FactView], slots: dict[str, SlotDef | None] | None = None
+                    ) -> dict[str, SlotDef | None] | None:
+        """The slot of each store key (case and spaces aside) of a block whose every fact
+        carries a meaningful key, no two keys naming one slot; None for any other block, and
+        where the learned layer is not the only layer past the rules (an embedder or a judge
+        reads every undecided pair). ``slots``: the map of the facts walked before, added to.
+
+        In such a block the learned layer weighs no pair of two keys (``_settled_by_keys``),
+        and a pair of one key it may weigh meets on that key (``_index_terms``): its own index
+        terms (topics, names) would only bring pairs it never weighs, so a walk leaves them out
+        and never estimates the block's topics (bench_detect's keyed store: a fifth of its
+        detection). A key-value table of one user, as many home-made agents keep, is one."""
+        if self.learned is None or self.embedder is not None or self.judge is not None:
+            return None
+        slots = dict(slots or {})
+        named: dict[int, str] = {id(sd): k for k, sd in slots.items() if sd is not None}
+        for f in facts:
+            key = self._meaningful(f.key)
+            if key is None:
+                return None
+            k = key.strip().lower()
+            if k in slots:
+                continue
+            sd = slots[k] = self.pack.slot_for_key(key)
+            if sd is not None:
+                if id(sd) in named:
+                    return None             # two keys of one slot: the learned layer weighs them
+                named[id(sd)] = k
+        return slots
 
     def _settled_by_keys(self, new: FactView, old: FactView) -> bool:
         """The store keys settle the pair, and neither learned layer weighs it:
