@@ -241,3 +241,29 @@ def test_a_duration_unit_spelt_with_a_folding_letter_is_read_not_a_crash():
         for spelt in ("year" + LONG_S, "YEARS"):
             text = ascii_text.replace("years", spelt)
             assert [(s.name, s.value, s.held_days) for s in ex.read(text).slots] == want, text
+
+
+@pytest.mark.parametrize("source, literals", [
+    # the parser moves a prefix the alternatives share out of them: it is put back on each
+    (r"\b(?:jk|j/k|just kidding|just joking)\W*$", ("j/k", "jk", "just joking", "just kidding")),
+    (r"(?:works|worked) (?:at|for) (\w+)", ("worked", "works")),
+    # a question mark stands alone, and outranks a list of short words found inside others
+    (r"^\W*(?:is|are|do|does)\b.*\?\s*$", ("?",)),
+    (r"^(?!\W*(?:can you )).*(?<![?!])\?\s*$", ("?",)),
+    (r"x(?:y|z)", None),                      # a single letter and a class: nothing to require
+])
+def test_required_literals_of_shared_prefixes_and_question_marks(source, literals):
+    from memwatch_overlay.overlay.detect.pack import parse_required_literals
+    assert parse_required_literals(source, re.I) == literals
+
+
+def test_a_plain_statement_is_not_searched_for_questions_or_retractions():
+    """The question and retraction guards (one merged regex each) have literals the
+    prefilter reads: a clause without "?" or "kidding" never runs them."""
+    ex = Detector().extractor
+    bits = ex.guards.bits
+    plain = ex._masks([("Works at Acme 7", "Works at Acme 7")])[0]
+    asked = ex._masks([("Do you still work at Acme?", "Do you still work at Acme?")])[0]
+    joking = ex._masks([("just kidding", "just kidding")])[0]
+    assert not plain & bits["question"] and not plain & bits["retraction"]
+    assert asked & bits["question"] and joking & bits["retraction"]

@@ -429,8 +429,14 @@ def _lits(seq, C) -> tuple[str, ...] | None:
                 run.append(chr(items[i][1]))
                 i += 1
             word = "".join(run).lower()
-            if len(word.strip()) >= 2 or word == "@":
+            if len(word.strip()) >= 2 or word in _RARE_CHARS:
                 better((word,))
+            if i < len(items) and items[i][0] is C.BRANCH:
+                # the parser moves a prefix the alternatives share out of them ("jk|j/k|just
+                # kidding" is "j" then "k|/k|ust kidding"): put it back on each one's own
+                joined = tuple(sorted({word + _leading_run(a, C) for a in items[i][1][1]}))
+                if all(len(w.strip()) >= 2 or w in _RARE_CHARS for w in joined):
+                    better(joined)
             continue
         if op is C.SUBPATTERN:
             better(_lits(av[3], C))
@@ -444,9 +450,25 @@ def _lits(seq, C) -> tuple[str, ...] | None:
     return best
 
 
+# characters rare enough in memories to stand alone as a required literal, and how many
+# letters of a word each is worth when literal sets are ranked (_selectivity): a question's
+# "?" rules out more texts than a list of short words ("is", "do", "are") found inside others
+_RARE_CHARS = {"@": 4, "?": 4}
+
+
+def _leading_run(seq, C) -> str:
+    """The literal characters a sequence of parse items opens with (lower case)."""
+    out = []
+    for op, av in seq:
+        if op is not C.LITERAL:
+            break
+        out.append(chr(av))
+    return "".join(out).lower()
+
+
 def _selectivity(words: tuple[str, ...]) -> tuple[int, int]:
     """Longer shortest word first, then fewer words."""
-    return (min(len(w.strip()) for w in words), -len(words))
+    return (min(_RARE_CHARS.get(w, len(w.strip())) for w in words), -len(words))
 
 
 def _groups(raw: Any, fld: str, where: str) -> tuple[frozenset[str], ...]:
