@@ -739,3 +739,54 @@ def test_beside_stop_46s_second_look_alikes_the_endings_still_read(rules, old, k
     what "my old 0412 number" ends; a thing left with someone for good."""
     found = rules.compare(fact("b", new), [fact("a", old, key=key, days_ago=300)])
     assert [c.older for c in found] == ["a"], new
+
+
+@pytest.mark.parametrize("old,key,new", [
+    # a forwarded message is its sender's
+    ("Lives in Bristol", "city", "Fwd: we've moved!\nFrom: Marta\nWe're finally in the new place in Cork, update your address book"),
+    ("sam@fernhill.org", "email", "FW: new contact details\nHi all, please use my new address sam.k@outlook.com from now on"),
+    # someone named, news of theirs, told by a user who asks the assistant for something
+    ("Works at Deloitte", "employer", "Joel got let go from Deloitte today. Could you move our dinner to Friday?"),
+    ("Single", None, "Priya's got a new girlfriend and they're inseparable. Can you suggest a gift for her birthday?"),
+    ("Lives in Denver", "city", "Marco's moving to Phoenix for the warm weather, I'll miss our Sunday hikes"),
+    # a clause whose subject is he or she
+    ("Works at Siemens", "employer", "He handed in his notice at Siemens this morning, so we're celebrating tonight"),
+    # a named person right before the ending, in a clause opened by "since" or "after"
+    ("Junior pharmacist", None, "Yusuf runs the dispensary now, since Leona retired in May"),
+    # a preference booked for someone named
+    ("Prefers aisle seats", None, "Reserved a window seat for Tomás on the Madrid flight, he loves watching the takeoff"),
+    # a stay of a fortnight
+    ("Lives in Cardiff", "city", "Staying in Galway for a fortnight to help my aunt after her operation"),
+    # one occasion called off
+    ("Runs the Sunday parkrun", None, "Sad news: the Sunday parkrun was cancelled today."),
+    ("Runs the Sunday parkrun", None, "Sad news: parkrun this Sunday is cancelled."),
+    # "left" as a side
+    ("Plays the cello", None, "left-handed players get a raw deal with most instruments, honestly"),
+    ("Has a tabby cat", None, "the tabby keeps sleeping on my left arm and it's gone numb"),
+])
+def test_stop_47s_look_alikes_stay_quiet(rules, old, key, new):
+    """False-alarm classes of t76-t83 (stop 47, read after stop 46 measured them): a forwarded
+    message; a named person's news told with a request to the assistant ("could you ..."), or
+    with "'s" and a verb in -ing; a clause opening with he or she; a name right before the
+    ending in a "since" clause; a preference booked for someone named; a fortnight's stay; one
+    occasion called off; "left" as a side."""
+    assert rules.compare(fact("b", new), [fact("a", old, key=key, days_ago=300)]) == [], new
+
+
+@pytest.mark.parametrize("old,key,new", [
+    ("Lives in Bristol", "city", "We've finally moved into the new place in Cork, update your address book"),
+    ("Works at Deloitte", "employer", "I got let go from Deloitte today. Could you help me update my CV?"),
+    ("Single", None, "I've got a new girlfriend and we're inseparable. Can you suggest a gift for her birthday?"),
+    ("Works at Siemens", "employer", "I handed in my notice at Siemens this morning, so we're celebrating tonight"),
+    ("She works at Siemens", None, "She handed in her notice at Siemens"),    # memories about the user as "she"
+    ("Works at Deloitte", "employer", "Joel got let go from Deloitte today."),     # no request: a memory about the user
+    ("Runs the Sunday parkrun", None, "Sad news: the Sunday parkrun was cancelled."),
+    ("Prefers aisle seats", None, "Booked a window seat for myself, I prefer window seats now"),
+    ("Has a tabby cat", None, "we left the tabby with my parents when we emigrated, she lives with them for good now"),
+])
+def test_beside_stop_47s_look_alikes_the_changes_still_read(rules, old, key, new):
+    """The user's own move, job loss, girlfriend and notice; third-person memories with no
+    first person nor request in them (read as the user's, as before); parkrun called off with no one occasion
+    named; a seat taste that turned; a pet left for good."""
+    found = rules.compare(fact("b", new), [fact("a", old, key=key, days_ago=300)])
+    assert [c.older for c in found] == ["a"], new

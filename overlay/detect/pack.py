@@ -33,7 +33,7 @@ MODES = ("single", "multi", "polar", "count", "number", "progress")
 VALUE_KINDS = ("name", "phrase", "occupation", "phone", "email", "number", "term")
 GUARDS = ("hedge", "temporary", "negation", "third_party", "named_subject", "first_person", "past", "addition",
           "replacement", "question", "retraction", "duration", "current", "restrict", "once", "pending",
-          "pursuit", "outcome", "scheduled", "turned", "one_off", "avoids")
+          "pursuit", "outcome", "scheduled", "turned", "one_off", "avoids", "forwarded", "others_clause")
 # How many tokens a captured value may span; values stop earlier at a `value_stop` word.
 MAX_VALUE_TOKENS = 5
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -41,6 +41,8 @@ _CLAUSE_BREAK = re.compile(
     r"whilst|except)\s)", re.I)
 _WORD = re.compile(r"[\w][\w@.+'-]*")
 _FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself|we|us|our)\b", re.IGNORECASE)
+# a request to the assistant ("Ana got laid off today. Can you pause the transfer?"): the user speaking
+_ASKS_ASSISTANT = re.compile(r"\b(?:can|could|would|will) you\b", re.IGNORECASE)
 # a negation of a verb of telling, knowing or noticing before the match denies that, not the match
 _NOT_TOLD = re.compile(r"\b(?:not|never)\s+(?:yet\s+|even\s+|really\s+)?(?:told|tell|said|say|asked|ask|mentioned|mention|"
                        r"informed|inform|known|know|knew|noticed|notice|realised|realized|realise|realize|"
@@ -332,8 +334,22 @@ class _Guards:
     named_seen = False      # whether the named_subject guard matched (as it would, with names_others)
 
     def third_party(self, prefix: str, mask: int = ALL, m: re.Match | None = None) -> bool:
-        return (self.has("third_party", prefix, mask) or (m is not None and self._named_other(prefix, mask, m))) \
+        return (self.has("third_party", prefix, mask) or (m is not None and self._named_other(prefix, mask, m))
+                or self._others_clause(prefix, mask, m)) \
             and not self.has("first_person", prefix, mask)
+
+    def _others_clause(self, prefix: str, mask: int, m: re.Match | None) -> bool:
+        """A clause whose subject is "he" or "she" (the `others_clause` guard) and that says no
+        I/me/my ("he proposed and I said yes" is the user's news too): someone else's when read
+        for others' names (names_others), as a named subject is; noted (named_seen) either way."""
+        if not self.has("others_clause", prefix, mask) or (m is not None and _FIRST_PERSON.search(m.string)):
+            return False
+        self.named_seen = True
+        return self.names_others
+
+    def named_other(self, prefix: str, mask: int, m: re.Match) -> bool:
+        """``_named_other`` where no first-person guard says the user is in it too."""
+        return self._named_other(prefix, mask, m) and not self.has("first_person", prefix, mask)
 
     def _named_other(self, prefix: str, mask: int, m: re.Match) -> bool:
         """A clause opening with another person's name and verb ("Helen handed in her
@@ -363,13 +379,16 @@ class _Guards:
     def silent(self, parts: list[tuple[str, str]], masks: list[int] | None = None) -> set[str]:
         """The sentences of `parts` ((clause, sentence) pairs, in text order) that assert
         nothing: questions, and sentences taken back by themselves or by the sentence after
-        them (the retraction guard). ``masks``: the clauses' prefilter masks; a sentence that
+        them (the retraction guard), and every sentence of a forwarded message (the forwarded
+        guard, on its first sentence). ``masks``: the clauses' prefilter masks; a sentence that
         is one clause whole is searched only for the guards its mask allows."""
         mask_of: dict[str, int] = {}
         for (clause, sentence), m in zip(parts, masks or ()):
             if clause == sentence:
                 mask_of[sentence] = m
         order = list(dict.fromkeys(s for _, s in parts))
+        if order and self.has("forwarded", order[0], mask_of.get(order[0], ALL)):
+            return set(order)           # someone else's message, forwarded: none of it is the user's
         out = {s for s in order if self.has("question", s, mask_of.get(s, ALL))}
         if self.g["retraction"]:
             retracts = [self.has("retraction", s, mask_of.get(s, ALL)) for s in order]
@@ -569,9 +588,10 @@ class Extractor:
         older fact (Detector.compare)."""
         g = self.guards
         t = normalize(text)
-        # only a speaker who says I/me/my reports someone else's news by their name: a text
-        # in the third person ("Priya moved to Leeds") is a memory about the user
-        speaks = _FIRST_PERSON.search(t) is not None
+        # only a speaker who says I/me/my, or asks the assistant for something, reports someone
+        # else's news by their name: a text in the third person ("Priya moved to Leeds") is a
+        # memory about the user
+        speaks = _FIRST_PERSON.search(t) is not None or _ASKS_ASSISTANT.search(t) is not None
         g.names_others, g.own_names = names_others and speaks, frozenset(w.lower() for w in subject_words) | known
         g.named_seen = False
         try:
@@ -854,6 +874,10 @@ class Extractor:
                         if g.hedged(prefix, mask) or g.past(prefix, mask):
                             continue
                         if not implied and not sd.about_others and g.third_party(prefix, mask, m):
+                            continue
+                        # an implied term ("got a new boyfriend") in a clause that opens with
+                        # someone else's name is that person's news ("Flora's got a new boyfriend")
+                        if implied and not sd.about_others and g.named_other(prefix, mask, m):
                             continue
                         # "the Tories lost me": the term names what the user turned from
                         pol = -1 if g.negated(prefix, mask) or g.has("turned", clause[m.end():], mask) else 1
