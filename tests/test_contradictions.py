@@ -790,3 +790,33 @@ def test_beside_stop_47s_look_alikes_the_changes_still_read(rules, old, key, new
     named; a seat taste that turned; a pet left for good."""
     found = rules.compare(fact("b", new), [fact("a", old, key=key, days_ago=300)])
     assert [c.older for c in found] == ["a"], new
+
+
+@pytest.mark.parametrize("old,key,new", [
+    # someone described as a clause's subject, in a text whose speaker says I/me/my
+    ("Lives in Halifax", "city", "The woman who runs the bakery next door is moving to Winnipeg, we'll miss her bread"),
+    # a co-author, a collaborator or a supervisor, also with a hyphenated word before them
+    ("Lives in Bergen", "city", "My co-author Ingrid relocated to Tromsø, so we write over video now"),
+    ("Works at ETH Zurich", "employer", "My long-standing collaborator Rolf just left ETH Zurich for Basel"),
+    # "left" as what remains and as a side
+    ("Vegetarian", None, "the only sandwich left was ham, so I skipped lunch"),
+    ("Lives in Bath", "city", "the left one keeps slipping out, I need a new earring back"),
+])
+def test_stop_47s_second_look_alikes_stay_quiet(rules, old, key, new):
+    """Second round of stop 47 (from t84-t91's false alarms, read once both were measured):
+    someone described ("the woman who runs the bakery"); a co-author's or a collaborator's
+    move; "left" as what remains ("the only sandwich left was") or a side ("the left one")."""
+    assert rules.compare(fact("b", new), [fact("a", old, key=key, days_ago=300)]) == [], new
+
+
+@pytest.mark.parametrize("old,key,new", [
+    ("Single", None, "the man I married last week is already snoring on the sofa"),
+    ("Lives in Halifax", "city", "The woman who runs the bakery next door to our new place in Winnipeg gave us bread"),
+    ("Lives in Bergen", "city", "I relocated to Tromsø, so my co-author and I write over video now"),
+    ("Works at ETH Zurich", "employer", "I just left ETH Zurich for Basel, the move went smoothly"),
+])
+def test_beside_stop_47s_second_look_alikes_the_changes_still_read(rules, old, key, new):
+    """Someone described in a clause that names the user too ("the man I married", "our new
+    place in Winnipeg"): the user's news; the user's own move and leaving."""
+    found = rules.compare(fact("b", new), [fact("a", old, key=key, days_ago=300)])
+    assert [c.older for c in found] == ["a"], new
