@@ -339,9 +339,10 @@ class _Guards:
             and not self.has("first_person", prefix, mask)
 
     def _others_clause(self, prefix: str, mask: int, m: re.Match | None) -> bool:
-        """A clause whose subject is "he" or "she" (the `others_clause` guard) and that says no
-        I/me/my ("he proposed and I said yes" is the user's news too): someone else's when read
-        for others' names (names_others), as a named subject is; noted (named_seen) either way."""
+        """A clause whose subject is "he", "she" or someone described ("the woman who runs the
+        bakery": the `others_clause` guard) and that says no I/me/my ("he proposed and I said
+        yes" is the user's news too): someone else's when read for others' names (names_others),
+        as a named subject is; noted (named_seen) either way."""
         if not self.has("others_clause", prefix, mask) or (m is not None and _FIRST_PERSON.search(m.string)):
             return False
         self.named_seen = True
