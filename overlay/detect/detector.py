@@ -884,7 +884,7 @@ class Detector:
         if self.learned is None or self.embedder is not None or self.judge is not None:
             return None
         slots = dict(slots or {})
-        named: dict[int, str] = {id(sd): k for k, sd in slots.items() if sd is not None}
+        named = {id(sd) for sd in slots.values() if sd is not None}     # the slots a key names
         for f in facts:
             key = self._meaningful(f.key)
             if key is None:
@@ -896,7 +896,7 @@ class Detector:
             if sd is not None:
                 if id(sd) in named:
                     return None             # two keys of one slot: the learned layer weighs them
-                named[id(sd)] = k
+                named.add(id(sd))
         return slots
 
     def _settled_by_keys(self, new: FactView, old: FactView) -> bool:

@@ -374,9 +374,6 @@ class _Guards:
     def past(self, prefix: str, mask: int = ALL) -> bool:
         return self.has("past", prefix, mask)
 
-    def question(self, sentence: str) -> bool:
-        return _any(self.g["question"], sentence)
-
     def silent(self, parts: list[tuple[str, str]], masks: list[int] | None = None) -> set[str]:
         """The sentences of `parts` ((clause, sentence) pairs, in text order) that assert
         nothing: questions, and sentences taken back by themselves or by the sentence after
