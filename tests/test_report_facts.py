@@ -319,12 +319,16 @@ def _random_value(rnd: random.Random, depth: int = 0):
     return {str(_random_value(rnd, 3)): _random_value(rnd, depth + 1) for _ in range(rnd.randrange(5))}
 
 
-def test_encoder_gives_the_text_json_encoder_gives():
-    encode, plain = jsontext.encoder(), json.JSONEncoder(ensure_ascii=False).encode
+@pytest.mark.parametrize("ensure_ascii", [False, True])
+def test_encoder_gives_the_text_json_encoder_gives(ensure_ascii):
+    encode, plain = jsontext.encoder(ensure_ascii), json.JSONEncoder(ensure_ascii=ensure_ascii).encode
     rnd = random.Random(5)
     for _ in range(3000):
-        value = {"fact": _random_value(rnd), "list": [_random_value(rnd) for _ in range(3)]}
+        value = {"fact": _random_value(rnd), "list": [_random_value(rnd) for _ in range(3)],
+                 "words": "Zoë moved to Kraków \u2603 ☃ 😀"}
         assert encode(value) == plain(value)
+        if ensure_ascii:
+            assert encode(value) == json.dumps(value)       # what contradictions.update_json held
     nan = {"x": float("nan")}
     assert encode(nan) == plain(nan) == '{"x": NaN}'
     with pytest.raises(TypeError):

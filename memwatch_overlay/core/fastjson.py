@@ -24,16 +24,17 @@ def loads(text: str) -> Any:
     return value if end == len(text) else json.loads(text)
 
 
-def encoder() -> Callable[[Any], str]:
-    """`json.JSONEncoder(ensure_ascii=False).encode` with its C encoder built once, not on
-    every call; the plain method when this Python has no C encoder or it does not give
-    the same text for a sample of every kind of value."""
-    plain = json.JSONEncoder(ensure_ascii=False)
+def encoder(ensure_ascii: bool = False) -> Callable[[Any], str]:
+    """`json.JSONEncoder(ensure_ascii=ensure_ascii).encode` (with True: `json.dumps(value)`)
+    with its C encoder built once, not on every call; the plain method when this Python has
+    no C encoder or it does not give the same text for a sample of every kind of value."""
+    plain = json.JSONEncoder(ensure_ascii=ensure_ascii)
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:
         return plain.encode
+    strings = json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
     try:   # markers None: no cycle check (report items are trees of plain values)
-        c_encode = make(None, plain.default, json.encoder.encode_basestring, None, plain.key_separator,
+        c_encode = make(None, plain.default, strings, None, plain.key_separator,
                         plain.item_separator, plain.sort_keys, plain.skipkeys, plain.allow_nan)
     except TypeError:               # another signature in another Python version
         return plain.encode

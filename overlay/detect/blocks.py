@@ -38,6 +38,7 @@ from typing import Iterable
 
 from memwatch_overlay.overlay.detect import parallel
 from memwatch_overlay.overlay.detect.detector import Contradiction, Detector, FactView
+from memwatch_overlay.overlay.store.contradictions import update_text
 from memwatch_overlay.overlay.store.database import OverlayStore
 
 
@@ -55,6 +56,9 @@ def fact_view(row: sqlite3.Row) -> FactView:
 # Above this many changed facts (a first audit, a bulk import) the blocks are read in one
 # ordered pass over the overlay instead of one query per block.
 SCAN_MIN_CHANGED = 2000
+# What that pass reads of each fact: what a walk reads (parallel.WALK_COLUMNS, first: a
+# worker is sent each row's first len(WALK_COLUMNS) values) and what tells the changed facts.
+SCAN_COLUMNS = (*parallel.WALK_COLUMNS, "source_id", "changed_sync")
 SAVE_BATCH = 1000
 # Texts per embedding-model call when the semantic layer is on (blocks are gathered up to
 # this many facts; the embedder's in-memory cache must hold at least this many vectors).
@@ -161,11 +165,11 @@ def _detect_changed(store: OverlayStore, detector: Detector, source_id: int, syn
             before_edges = set(walk.edges)
             walk.confirms = []
             walk.extend(block, changed_ids)     # only the new facts are walked
-            saver.add_edges({e: c for e, c in walk.edges.items() if e not in before_edges})
+            saver.add_edges({e: stored_values(c) for e, c in walk.edges.items() if e not in before_edges})
         else:
             walk = _Walk(detector)
             walk.extend(block, changed_ids)
-            saver.replace_block(block, walk.edges, stored)
+            saver.replace_block(block, {e: stored_values(c) for e, c in walk.edges.items()}, stored)
         for older, at in walk.confirms:
             saver.confirm(older, at)
         if len(block) >= KEEP_WALK_MIN:
@@ -307,7 +311,7 @@ def _scanned_blocks(store: OverlayStore, space: list[int], subjects: set, source
     stays one block, and a subject with no changed fact is skipped."""
     key: object = ()
     block: list = []
-    for r in store.iter_subject_scan(space):
+    for r in store.iter_subject_scan(space, SCAN_COLUMNS):
         k = r["subject"]
         if k != key:
             if block and key in subjects:
@@ -316,6 +320,13 @@ def _scanned_blocks(store: OverlayStore, space: list[int], subjects: set, source
         block.append(r)
     if block and key in subjects:
         yield block, _changed_of(block, source_id, sync_no)
+
+
+def stored_values(c: Contradiction) -> tuple:
+    """What the overlay stores of a found contradiction beside its two facts' ids: (kind,
+    confidence, evidence, update_json). Workers hand edges back in this form: a tuple of
+    plain values pickles at a fraction of a dataclass's cost."""
+    return c.kind, c.confidence, c.evidence, update_text(c.update)
 
 
 def walk_block(detector: Detector, block: list, changed_ids: set[int]):
@@ -582,7 +593,8 @@ class _Saver:
         self.affected = affected if affected is not None else set()
         self.found = 0
 
-    def replace_block(self, block: list, edges: dict, stored: bool) -> None:
+    def replace_block(self, block: list, edges: dict[tuple[int, int], tuple], stored: bool) -> None:
+        """The block's stored edges become `edges` ((older id, newer id) -> stored_values())."""
         if stored:
             have = self.store.detected_edges_of([r["id"] for r in block])
             stale = [e for e in have if e not in edges]
@@ -591,14 +603,14 @@ class _Saver:
                 self.affected.update(o for o, _ in stale)
             edges = {e: c for e, c in edges.items() if e not in have}
         for (o, n), c in edges.items():
-            self.pending.append((o, n, c.kind, c.confidence, c.evidence, c.update))
+            self.pending.append((o, n, *c))
         if len(self.pending) >= SAVE_BATCH:
             self.flush()
 
-    def add_edges(self, edges: dict) -> None:
+    def add_edges(self, edges: dict[tuple[int, int], tuple]) -> None:
         """Edges of facts new to a block whose older facts are unchanged: only inserted."""
         for (o, n), c in edges.items():
-            self.pending.append((o, n, c.kind, c.confidence, c.evidence, c.update))
+            self.pending.append((o, n, *c))
         if len(self.pending) >= SAVE_BATCH:
             self.flush()
 

@@ -75,7 +75,12 @@ def workers_for(detector: Any, changed: int, configured: int | None) -> int:
 
 
 def walk_rows(block: list) -> list[tuple]:
-    """A block's rows as the plain tuples a worker receives."""
+    """A block's rows as the plain tuples a worker receives: each row's first values when
+    its columns begin with WALK_COLUMNS (blocks.SCAN_COLUMNS), else picked by name."""
+    n = len(WALK_COLUMNS)
+    first = block[0] if block else None
+    if first is not None and hasattr(first, "keys") and tuple(list(first.keys())[:n]) == WALK_COLUMNS:
+        return [r[:n] for r in block]
     return [tuple(r[c] for c in WALK_COLUMNS) for r in block]
 
 
@@ -104,7 +109,8 @@ class ParallelWalks:
     def walks(self, gathered: Iterable[tuple[list, set[int]]],
               here: Callable[[list], bool] | None = None) -> Iterator[tuple[list, set[int], Any, Any]]:
         """(block, changed ids, edges, confirms) per block of ``gathered``, in its order; the
-        edges and confirms are blocks.walk_block's (none for a block of one fact). A block
+        edges and confirms are blocks.walk_block's (none for a block of one fact), each edge's
+        value as the overlay stores it (blocks.stored_values). A block
         ``here`` picks is handed back with None for both, for the caller to walk itself."""
         from concurrent.futures.process import BrokenProcessPool
         pending: deque = deque()          # (batch, future or None once the pool is broken)
@@ -136,9 +142,8 @@ class ParallelWalks:
             except BrokenProcessPool:
                 results = None
         if results is None:                     # no worker: walked here
-            from memwatch_overlay.overlay.detect.blocks import walk_block
             self.fallbacks += 1
-            results = [walk_block(self.detector, b, c) for b, c in batch if len(b) >= 2]
+            results = _walked(self.detector, [(b, c) for b, c in batch if len(b) >= 2])
         walked = iter(results)
         for block, changed in batch:
             if len(block) < 2:
@@ -203,10 +208,21 @@ def _exit_with(parent: int, every: float = PARENT_CHECK_SECONDS) -> None:
 
 def _walk_batch(blocks: list[tuple[list[tuple], set[int]]]) -> tuple[list, int]:
     """Each block's (edges, confirms), walked by this worker's detector; and its comparisons."""
-    from memwatch_overlay.overlay.detect.blocks import prefetch_small_blocks, walk_block
     detector = _detector
     before = detector.comparisons
     rows = [[dict(zip(WALK_COLUMNS, r)) for r in block] for block, _ in blocks]
-    prefetch_small_blocks(detector, rows)           # a batch's topics at once, as in one process
-    out = [walk_block(detector, block, changed) for block, (_, changed) in zip(rows, blocks)]
+    out = _walked(detector, [(block, changed) for block, (_, changed) in zip(rows, blocks)])
     return out, detector.comparisons - before
+
+
+def _walked(detector: Any, blocks: list[tuple[list, set[int]]]) -> list[tuple[dict, list]]:
+    """Each block's (edges, confirms) as blocks.walk_block finds them, the edges' values as
+    the overlay stores them (blocks.stored_values); the batch's topics estimated at once,
+    as in one process."""
+    from memwatch_overlay.overlay.detect.blocks import prefetch_small_blocks, stored_values, walk_block
+    prefetch_small_blocks(detector, [block for block, _ in blocks])
+    out = []
+    for block, changed in blocks:
+        edges, confirms = walk_block(detector, block, changed)
+        out.append(({e: stored_values(c) for e, c in edges.items()}, confirms))
+    return out

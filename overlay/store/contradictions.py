@@ -8,6 +8,14 @@ from typing import Iterable, Iterator
 from memwatch_overlay.core import fastjson as jsontext
 from memwatch_overlay.overlay.store.sqlhelpers import RepoBase, placeholders, plain_rows, scope
 
+# json.dumps(update) with its C encoder built once (a first audit of 1M facts stores ~470k updates)
+_dumps = jsontext.encoder(ensure_ascii=True)
+
+
+def update_text(update: dict | None) -> str | None:
+    """What `contradictions.update_json` holds for a contradiction's update (json.dumps)."""
+    return _dumps(update) if update else None
+
 # The contradictions a report shows: the older fact neither deleted nor forgotten, the newer not deleted.
 REPORTED_CONTRADICTIONS = (
     "FROM contradictions c JOIN facts o ON o.id = c.older_id JOIN facts n ON n.id = c.newer_id "
@@ -33,12 +41,13 @@ class ContradictionsRepo(RepoBase):
         return False
 
     def add_new_contradictions(self, rows: list[tuple], now: float) -> int:
-        """Insert (older_id, newer_id, kind, confidence, evidence, update) rows, keeping any
-        pair already stored as it is; returns how many were new."""
+        """Insert (older_id, newer_id, kind, confidence, evidence, update_json) rows
+        (update_json: `update_text(update)`), keeping any pair already stored as it is;
+        returns how many were new."""
         cur = self.conn.executemany(
             "INSERT INTO contradictions (older_id, newer_id, kind, confidence, evidence, update_json, detected_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (older_id, newer_id) DO NOTHING",
-            [(o, n, k, c, e, json.dumps(u) if u else None, now) for o, n, k, c, e, u in rows])
+            [(*row, now) for row in rows])
         return cur.rowcount
 
     def detected_edges_of(self, older_ids: list[int]) -> set[tuple[int, int]]:

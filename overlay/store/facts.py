@@ -50,6 +50,14 @@ class FactRow(NamedTuple):
 
 
 FACT_COLUMNS = FactRow._fields
+_FACTS_TABLE_COLUMNS = frozenset(FACT_COLUMNS) | {"id", "refreshed_at", "confirmations"}
+
+
+def _column(name: str) -> str:
+    """A column of `facts` named by a caller, checked before it goes into SQL text."""
+    if name not in _FACTS_TABLE_COLUMNS:
+        raise ValueError(f"facts has no column {name!r}")
+    return name
 
 # A fact whose age depends on overlay state (a person's refresh, or no timestamps at all so
 # first_seen counts) cannot be scored from the record alone: the upsert leaves it unscored
@@ -395,10 +403,12 @@ class FactsRepo(RepoBase):
             f"SELECT * FROM facts WHERE subject IS ? AND source_id IN ({placeholders(len(source_ids))}) "
             f"AND {LIVE} ORDER BY id", (subject, *source_ids)).fetchall()
 
-    def iter_subject_scan(self, source_ids: list[int]) -> Iterator:
+    def iter_subject_scan(self, source_ids: list[int], columns: tuple[str, ...] | None = None) -> Iterator:
         """Every live fact of these sources in subject order (facts_block index), streamed
-        (a server-side cursor on Postgres): detection blocks one after the other."""
-        sql = (f"SELECT * FROM facts WHERE {LIVE} AND source_id IN ({placeholders(len(source_ids))}) "
+        (a server-side cursor on Postgres): detection blocks one after the other. `columns`:
+        only these columns of `facts`, in this order (None: all)."""
+        picked = "*" if columns is None else ", ".join(_column(c) for c in columns)
+        sql = (f"SELECT {picked} FROM facts WHERE {LIVE} AND source_id IN ({placeholders(len(source_ids))}) "
                "ORDER BY subject, id")
         if self.dialect == "postgres":
             return self.conn.stream(sql, tuple(source_ids))
