@@ -1026,8 +1026,10 @@ def _the_user(m: re.Match) -> str:
     return "the user's" if m.group(1) else "the user"
 
 
+@functools.lru_cache(maxsize=4096)
 def subject_words(subject: str | None) -> frozenset[str]:
-    """The words of a subject id that may name the person ("u_alice" -> {"alice"})."""
+    """The words of a subject id that may name the person ("u_alice" -> {"alice"}); kept
+    for the last few thousand subjects (every fact of a block asks for its subject's)."""
     return frozenset(w for w in _NAME_PARTS.split((subject or "").lower())
                      if len(w) > 2 and not w.isdigit())
 

@@ -63,8 +63,8 @@ class Prefilter:
         m = self.always
         if self._scan is not None:
             found = self._found
-            for hit in self._scan.finditer(low):
-                m |= found[hit.group(1)]
+            for literal in self._scan.findall(low):     # the scan's one group: the literal
+                m |= found[literal]
         return m
 
     def mask_one_by_one(self, low: str) -> int:
