@@ -134,15 +134,17 @@ def test_a_rescore_keeps_next_change_when_it_is_the_same_instant(overlays):
 
 
 def test_a_first_audit_upserts_pages_by_copy_as_sqlite_stores_them(overlays, monkeypatch):
-    """The first audit's pages go to Postgres by COPY + one INSERT … SELECT, in the sync's
-    writer thread: every column of every fact as the SQLite overlay has it (but the sync's
-    wall-clock stamps), ids in the same order; a page that holds one key twice takes the
-    statement path (the later row wins)."""
+    """The first audit's pages go to Postgres by COPY straight into `facts` (none of their
+    keys is stored yet), in the sync's writer thread: every column of every fact as the
+    SQLite overlay has it (but the sync's wall-clock stamps), ids in the same order; a page
+    of stored keys is COPYed into a temp table and upserted (the stored facts updated, none
+    added); a page that holds one key twice takes the statement path (the later row wins)."""
     import threading
     from memwatch_overlay.overlay.store.facts import FACT_COLUMNS
     store, cfg, sqlite_path, pg_url = overlays
     _audit(store, cfg, sqlite_path, AS_OF)
-    pages = _count_rows(monkeypatch, "_upsert_by_copy")
+    pages = _count_rows(monkeypatch, "_insert_by_copy")
+    upserted = _count_rows(monkeypatch, "_upsert_by_copy")
     in_main: list[bool] = []
     upsert = OverlayStore.upsert_facts
 
@@ -151,7 +153,7 @@ def test_a_first_audit_upserts_pages_by_copy_as_sqlite_stores_them(overlays, mon
         return upsert(self, rows)
     monkeypatch.setattr(OverlayStore, "upsert_facts", noting_the_thread)
     _audit(store, cfg, pg_url, AS_OF)
-    assert sum(pages) == ROWS
+    assert sum(pages) == ROWS and not upserted
     assert in_main and not any(in_main)             # the pages went to Postgres from the writer thread
     cols = [c for c in FACT_COLUMNS if c not in ("first_seen", "last_seen")]
     with OverlayStore(str(sqlite_path)) as lite, OverlayStore(pg_url) as pg:
@@ -162,9 +164,17 @@ def test_a_first_audit_upserts_pages_by_copy_as_sqlite_stores_them(overlays, mon
         twice = [rows[0][:text] + ("first copy",) + rows[0][text + 1:]] + rows[:scores.PG_COPY_MIN]
         with pg.transaction():
             pg.upsert_facts(twice)
-        assert sum(pages) == ROWS, "a page with a key twice went by COPY"
+        assert sum(pages) == ROWS and not upserted, "a page with a key twice went by COPY"
         assert pg.conn.execute("SELECT text FROM facts WHERE pk = ?", (rows[0][2],)).fetchone()[0] == rows[0][text]
         assert pg.conn.execute("SELECT count(*) FROM facts").fetchone()[0] == ROWS
+        # one key of a page already stored: the page is upserted, not inserted beside it
+        edited = [r[:text] + (r[text] + " (edited)",) + r[text + 1:] for r in rows[-scores.PG_COPY_MIN:]]
+        with pg.transaction():
+            pg.upsert_facts(edited)
+        assert sum(pages) == ROWS and upserted == [scores.PG_COPY_MIN]
+        assert pg.conn.execute("SELECT count(*) FROM facts").fetchone()[0] == ROWS
+        assert pg.conn.execute("SELECT text FROM facts WHERE pk = ?", (rows[-1][2],)).fetchone()[0] \
+            == rows[-1][text] + " (edited)"
 
 
 def test_compare_lookups_and_unchanged_notes_match_sqlite(overlays, monkeypatch):
