@@ -198,6 +198,10 @@ def test_a_clean_table_makes_no_record(tmp_path, monkeypatch):
     assert staged_inserts(traced) == 3                     # one INSERT … SELECT per page of 10,000
     assert record_path_rows(traced) == 0                   # no FactRow at all
     assert len(runs[True][0][1][0]) == 25_000
+    # every fact the source has was written by this load: no deletion pass looks for unseen ones
+    # (the Record path's first read runs it, and finds none)
+    mark = "UPDATE facts SET status = 'deleted'"
+    assert traced.count(mark) == 0 < runs[False][0][2].count(mark)
 
 
 def test_one_column_mappings_and_rowid_keys(tmp_path, monkeypatch):

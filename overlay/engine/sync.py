@@ -344,7 +344,9 @@ class SyncEngine:
                 gone: list[int] = []
                 # every non-deleted fact seen unchanged and nothing written: none is unseen
                 all_seen = seen is not None and seen.settle(source_id)
-                if read_all and not whole and not all_seen:
+                # (a staged load found the source without facts and wrote every one it has now:
+                # none is unseen)
+                if read_all and not whole and not all_seen and staged is None:
                     # (the comparison accounted for every row: only the facts that differed can be unseen)
                     among = found.suspects if found is not None else None
                     if self.detector is not None or self.detector_factory is not None:
