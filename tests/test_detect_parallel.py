@@ -210,3 +210,22 @@ def _alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_the_subject_scan_reads_what_a_walk_reads_first(tmp_path):
+    """The scan that gathers a first audit's blocks selects the walk's columns first (a worker
+    is sent each row's first values), then what tells the changed facts; a column `facts`
+    does not have is refused before it reaches SQL."""
+    store = _store(tmp_path / "agent.db", users=20)
+    _audit(store, tmp_path / "one.db", tmp_path, None)
+    overlay = OverlayStore(str(tmp_path / "one.db"))
+    try:
+        rows = list(overlay.iter_subject_scan([1], blocks.SCAN_COLUMNS))
+        assert rows and tuple(rows[0].keys()) == blocks.SCAN_COLUMNS
+        everything = {r["id"]: r for r in overlay.iter_subject_scan([1])}
+        assert parallel.walk_rows(rows) == [tuple(everything[r["id"]][c] for c in parallel.WALK_COLUMNS)
+                                            for r in rows]
+        with pytest.raises(ValueError, match="no column"):
+            overlay.iter_subject_scan([1], ("id", "id; DROP TABLE facts"))
+    finally:
+        overlay.close()

@@ -2,7 +2,6 @@
 newer_id), with how they were found, and the `contradicted` status they give a fact."""
 from __future__ import annotations
 
-import json
 from typing import Iterable, Iterator
 
 from memwatch_overlay.core import fastjson as jsontext
@@ -15,6 +14,7 @@ _dumps = jsontext.encoder(ensure_ascii=True)
 def update_text(update: dict | None) -> str | None:
     """What `contradictions.update_json` holds for a contradiction's update (json.dumps)."""
     return _dumps(update) if update else None
+
 
 # The contradictions a report shows: the older fact neither deleted nor forgotten, the newer not deleted.
 REPORTED_CONTRADICTIONS = (
@@ -29,7 +29,7 @@ class ContradictionsRepo(RepoBase):
                           evidence: str, update: dict | None, now: float) -> bool:
         """Store the edge (its kind, confidence, evidence and update replace a stored one's);
         True when the pair was not stored yet."""
-        update_json = json.dumps(update) if update else None
+        update_json = update_text(update)
         if self.conn.execute(
                 "INSERT INTO contradictions (older_id, newer_id, kind, confidence, evidence, update_json, detected_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (older_id, newer_id) DO NOTHING",

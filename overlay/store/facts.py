@@ -59,6 +59,7 @@ def _column(name: str) -> str:
         raise ValueError(f"facts has no column {name!r}")
     return name
 
+
 # A fact whose age depends on overlay state (a person's refresh, or no timestamps at all so
 # first_seen counts) cannot be scored from the record alone: the upsert leaves it unscored
 # and due (next_change 0), and the sync rescores exactly those through the index.
