@@ -75,7 +75,7 @@ def test_a_keyed_block_finds_what_a_walk_with_topics_finds_without_estimating_on
     (tmp_path / "keyed").mkdir()
     (tmp_path / "topics").mkdir()
     keyed = _sync(tmp_path / "keyed", _store(tmp_path / "keyed" / "bot.db", 400), "o")
-    monkeypatch.setattr(Detector, "keyed_block", lambda self, facts, slots=None: None)
+    monkeypatch.setattr(Detector, "keyed_block", lambda self, keys, slots=None: None)
     with_topics = _sync(tmp_path / "topics", _store(tmp_path / "topics" / "bot.db", 400), "o")
     assert keyed[0] == with_topics[0] and len(keyed[0]) > 50
     assert keyed[1] == with_topics[1]
@@ -112,6 +112,10 @@ def _view(i: int, key: str | None, text: str) -> FactView:
     return FactView(f"s:t:{i}", "u1", key, text, "general", 1_700_000_000.0 + i)
 
 
+def _keys(views: list[FactView]) -> list[str | None]:
+    return [v.key for v in views]
+
+
 def test_the_index_of_a_block_that_stops_being_keyed_holds_the_topics_of_every_fact():
     det = Detector()
     index = BlockIndex(det, {0: _view(0, "employer", "Works at Google"), 1: _view(1, "city", "Lives in Oslo")})
@@ -127,11 +131,11 @@ def test_which_blocks_are_keyed():
     det = Detector()
     views = [_view(0, "employer", "Works at Google"), _view(1, "city", "Lives in Oslo"),
              _view(2, "Employer ", "Works at Stripe"), _view(3, "food", "Loves ramen")]
-    assert set(det.keyed_block(views)) == {"employer", "city", "food"}
-    assert det.keyed_block(views + [_view(4, "company", "Nokia")]) is None        # two keys, one slot
-    assert det.keyed_block(views + [_view(4, None, "I just joined Nokia.")]) is None
-    assert det.keyed_block(views + [_view(4, "note", "Likes jazz")]) is None       # a generic key
-    assert Detector(learned=False).keyed_block(views) is None     # no learned layer: nothing to leave out
-    walked = det.keyed_block(views[:2])
-    assert det.keyed_block([_view(5, "works_at", "Nokia")], walked) is None      # against the facts walked
-    assert det.keyed_block([_view(5, "language", "Speaks Thai")], walked) is not None
+    assert set(det.keyed_block(_keys(views))) == {"employer", "city", "food"}
+    assert det.keyed_block(_keys(views + [_view(4, "company", "Nokia")])) is None        # two keys, one slot
+    assert det.keyed_block(_keys(views + [_view(4, None, "I just joined Nokia.")])) is None
+    assert det.keyed_block(_keys(views + [_view(4, "note", "Likes jazz")])) is None       # a generic key
+    assert Detector(learned=False).keyed_block(_keys(views)) is None     # no learned layer: nothing to leave out
+    walked = det.keyed_block(_keys(views[:2]))
+    assert det.keyed_block(_keys([_view(5, "works_at", "Nokia")]), walked) is None      # against the facts walked
+    assert det.keyed_block(_keys([_view(5, "language", "Speaks Thai")]), walked) is not None

@@ -124,7 +124,7 @@ def test_a_worker_that_dies_leaves_its_batches_to_the_syncs_process(tmp_path, mo
         subjects = {r[0] for r in overlay.conn.execute("SELECT DISTINCT subject FROM facts")}
         gathered = list(blocks._scanned_blocks(overlay, [1], subjects, 1, 1))
         detector = blocks.make_detector(None)
-        expected = [({e: blocks.stored_values(c) for e, c in edges.items()}, confirms)
+        expected = [(blocks.stored_edges(edges), confirms)
                     for edges, confirms in (blocks.walk_block(detector, b, c) for b, c in gathered)]
         got = []
         with parallel.ParallelWalks(detector, 2) as pool:

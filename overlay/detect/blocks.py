@@ -165,11 +165,11 @@ def _detect_changed(store: OverlayStore, detector: Detector, source_id: int, syn
             before_edges = set(walk.edges)
             walk.confirms = []
             walk.extend(block, changed_ids)     # only the new facts are walked
-            saver.add_edges({e: stored_values(c) for e, c in walk.edges.items() if e not in before_edges})
+            saver.add_edges(stored_edges({e: c for e, c in walk.edges.items() if e not in before_edges}))
         else:
             walk = _Walk(detector)
             walk.extend(block, changed_ids)
-            saver.replace_block(block, {e: stored_values(c) for e, c in walk.edges.items()}, stored)
+            saver.replace_block(block, stored_edges(walk.edges), stored)
         for older, at in walk.confirms:
             saver.confirm(older, at)
         if len(block) >= KEEP_WALK_MIN:
@@ -288,10 +288,9 @@ def prefetch_small_blocks(detector: Detector, blocks: list) -> None:
     keyed_block = getattr(detector, "keyed_block", None)
     views = []
     for block in blocks:
-        if len(block) < TOPIC_BATCH_FACTS:
-            block_views = [fact_view(r) for r in block]
-            if keyed_block is None or keyed_block(block_views) is None:     # a keyed block's are never asked for
-                views += block_views
+        # (a keyed block's are never asked for: told by its keys alone, no fact's view made)
+        if len(block) < TOPIC_BATCH_FACTS and (keyed_block is None or keyed_block(r["key"] for r in block) is None):
+            views += [fact_view(r) for r in block]
     detector.prefetch_topics(views)
 
 
@@ -322,11 +321,11 @@ def _scanned_blocks(store: OverlayStore, space: list[int], subjects: set, source
         yield block, _changed_of(block, source_id, sync_no)
 
 
-def stored_values(c: Contradiction) -> tuple:
-    """What the overlay stores of a found contradiction beside its two facts' ids: (kind,
-    confidence, evidence, update_json). Workers hand edges back in this form: a tuple of
-    plain values pickles at a fraction of a dataclass's cost."""
-    return c.kind, c.confidence, c.evidence, update_text(c.update)
+def stored_edges(edges: dict[tuple[int, int], Contradiction]) -> dict[tuple[int, int], tuple]:
+    """A walk's edges with what the overlay stores of each beside its two facts' ids: (kind,
+    confidence, evidence, update_json). Workers hand edges back in this form: tuples of plain
+    values pickle at a fraction of a dataclass's cost."""
+    return {e: (c.kind, c.confidence, c.evidence, update_text(c.update)) for e, c in edges.items()}
 
 
 def walk_block(detector: Detector, block: list, changed_ids: set[int]):
@@ -377,7 +376,7 @@ class _Walk:
         if seen != len(self.views):
             return False
         keyed = self.index.keyed
-        return keyed is None or self.detector.keyed_block((fact_view(r) for r in new), keyed) is not None
+        return keyed is None or self.detector.keyed_block((r["key"] for r in new), keyed) is not None
 
     def extend(self, rows: list, changed_ids: set[int]) -> None:
         """Walk these facts (all newer than any walked before) on from the current state."""
@@ -520,7 +519,7 @@ class BlockIndex:
         earlier: dict[int, FactView] = {}
         if keyed_block is not None and (not self.all_ids or self.keyed is not None):
             was = self.keyed
-            self.keyed = keyed_block(views.values(), was)
+            self.keyed = keyed_block((v.key for v in views.values()), was)
             if self.keyed is None and was is not None and self.all_ids:
                 earlier = self._views        # no longer keyed: the facts before get those terms too
                 self.all_ids, self._views = [], {}
@@ -594,7 +593,7 @@ class _Saver:
         self.found = 0
 
     def replace_block(self, block: list, edges: dict[tuple[int, int], tuple], stored: bool) -> None:
-        """The block's stored edges become `edges` ((older id, newer id) -> stored_values())."""
+        """The block's stored edges become `edges` (stored_edges())."""
         if stored:
             have = self.store.detected_edges_of([r["id"] for r in block])
             stale = [e for e in have if e not in edges]

@@ -869,10 +869,11 @@ class Detector:
         dropped = {id(c) for c, p in zip(asked, probs) if p < enc.veto}
         return [c for c in flags if id(c) not in dropped]
 
-    def keyed_block(self, facts: Iterable[FactView], slots: dict[str, SlotDef | None] | None = None
+    def keyed_block(self, keys: Iterable[str | None], slots: dict[str, SlotDef | None] | None = None
                     ) -> dict[str, SlotDef | None] | None:
-        """The slot of each store key (case and spaces aside) of a block whose every fact
-        carries a meaningful key, no two keys naming one slot; None for any other block, and
+        """The slot of each store key (case and spaces aside) of a block whose facts' keys are
+        ``keys``, when every fact carries a meaningful key, no two keys naming one slot; None for
+        any other block, and
         where the learned layer is not the only layer past the rules (an embedder or a judge
         reads every undecided pair). ``slots``: the map of the facts walked before, added to.
 
@@ -885,8 +886,8 @@ class Detector:
             return None
         slots = dict(slots or {})
         named = {id(sd) for sd in slots.values() if sd is not None}     # the slots a key names
-        for f in facts:
-            key = self._meaningful(f.key)
+        for raw in keys:
+            key = self._meaningful(raw)
             if key is None:
                 return None
             k = key.strip().lower()

@@ -110,7 +110,7 @@ class ParallelWalks:
               here: Callable[[list], bool] | None = None) -> Iterator[tuple[list, set[int], Any, Any]]:
         """(block, changed ids, edges, confirms) per block of ``gathered``, in its order; the
         edges and confirms are blocks.walk_block's (none for a block of one fact), each edge's
-        value as the overlay stores it (blocks.stored_values). A block
+        value as the overlay stores it (blocks.stored_edges). A block
         ``here`` picks is handed back with None for both, for the caller to walk itself."""
         from concurrent.futures.process import BrokenProcessPool
         pending: deque = deque()          # (batch, future or None once the pool is broken)
@@ -217,12 +217,12 @@ def _walk_batch(blocks: list[tuple[list[tuple], set[int]]]) -> tuple[list, int]:
 
 def _walked(detector: Any, blocks: list[tuple[list, set[int]]]) -> list[tuple[dict, list]]:
     """Each block's (edges, confirms) as blocks.walk_block finds them, the edges' values as
-    the overlay stores them (blocks.stored_values); the batch's topics estimated at once,
+    the overlay stores them (blocks.stored_edges); the batch's topics estimated at once,
     as in one process."""
-    from memwatch_overlay.overlay.detect.blocks import prefetch_small_blocks, stored_values, walk_block
+    from memwatch_overlay.overlay.detect.blocks import prefetch_small_blocks, stored_edges, walk_block
     prefetch_small_blocks(detector, [block for block, _ in blocks])
     out = []
     for block, changed in blocks:
         edges, confirms = walk_block(detector, block, changed)
-        out.append(({e: stored_values(c) for e, c in edges.items()}, confirms))
+        out.append((stored_edges(edges), confirms))
     return out

@@ -50,15 +50,6 @@ class FactRow(NamedTuple):
 
 
 FACT_COLUMNS = FactRow._fields
-_FACTS_TABLE_COLUMNS = frozenset(FACT_COLUMNS) | {"id", "refreshed_at", "confirmations"}
-
-
-def _column(name: str) -> str:
-    """A column of `facts` named by a caller, checked before it goes into SQL text."""
-    if name not in _FACTS_TABLE_COLUMNS:
-        raise ValueError(f"facts has no column {name!r}")
-    return name
-
 
 # A fact whose age depends on overlay state (a person's refresh, or no timestamps at all so
 # first_seen counts) cannot be scored from the record alone: the upsert leaves it unscored
@@ -97,6 +88,18 @@ PG_COPY_MIN = 200
 _PG_UPSERT_FROM_PAGE = (
     f"INSERT INTO facts ({', '.join(FACT_COLUMNS)}) SELECT {', '.join(FACT_COLUMNS)} FROM temp.mw_facts_page "
     "ORDER BY page_order " + UPSERT_CONFLICT)
+
+# Postgres: a page's keys as one text parameter split on the server (_pg_pks): one prepared
+# statement for every page (500 placeholders per query were parsed and planned each time, 5-7x
+# slower at 100k facts; a list parameter is escaped element by element in Python).
+_PG_PK_IN = "pk = ANY(string_to_array(?, chr(10)))"
+
+
+def _pg_pks(pks: list[str]) -> str:
+    """The keys as _PG_PK_IN's parameter. A stored key is JSON with ASCII escapes (pk_json):
+    it never holds a newline."""
+    return "\n".join(pks)
+
 
 LIVE = "status IN (" + ", ".join(f"'{s}'" for s in LIVE_STATUSES) + ")"
 ANY = object()   # find_facts(subject=ANY): every subject (None means "no subject")
@@ -215,11 +218,10 @@ class FactsRepo(RepoBase):
         """Postgres: whether no stored fact has the key of any of these rows (all of one
         source, distinct keys): then inserting them is exactly what the upsert would do."""
         source_ids = {r[0] for r in rows}
-        pks = [r[2] for r in rows]
-        if len(source_ids) != 1 or any("\n" in pk for pk in pks):
+        if len(source_ids) != 1:
             return False
-        return self.conn.execute("SELECT 1 FROM facts WHERE source_id = ? AND pk = ANY(string_to_array(?, chr(10))) "
-                                 "LIMIT 1", (source_ids.pop(), "\n".join(pks))).fetchone() is None
+        return self.conn.execute(f"SELECT 1 FROM facts WHERE source_id = ? AND {_PG_PK_IN} LIMIT 1",
+                                 (source_ids.pop(), _pg_pks([r[2] for r in rows]))).fetchone() is None
 
     def _insert_by_copy(self, rows: list) -> None:
         self.conn.copy_rows("facts", FACT_COLUMNS, rows)
@@ -275,12 +277,8 @@ class FactsRepo(RepoBase):
         out: dict[str, tuple] = {}
         cols = ", ".join(self.UNCHANGED_COLUMNS)
         if self.dialect == "postgres":
-            # the page's keys as one text parameter split on the server: one prepared statement
-            # for every page (500 placeholders per query were parsed and planned each time, 5-7x
-            # slower at 100k facts; a list parameter is escaped element by element in Python).
-            # A stored key is JSON with ASCII escapes (pk_json): it never holds a newline.
             rows = plain_rows(self.conn, self.dialect, f"SELECT pk, {cols} FROM facts WHERE source_id = ? "
-                              f"AND pk = ANY(string_to_array(?, chr(10)))", (source_id, "\n".join(pks)))
+                              f"AND {_PG_PK_IN}", (source_id, _pg_pks(pks)))
             return {row[0]: row[1:] for row in rows}
         for i in range(0, len(pks), 500):
             chunk = pks[i:i + 500]
@@ -426,8 +424,11 @@ class FactsRepo(RepoBase):
     def iter_subject_scan(self, source_ids: list[int], columns: tuple[str, ...] | None = None) -> Iterator:
         """Every live fact of these sources in subject order (facts_block index), streamed
         (a server-side cursor on Postgres): detection blocks one after the other. `columns`:
-        only these columns of `facts`, in this order (None: all)."""
-        picked = "*" if columns is None else ", ".join(_column(c) for c in columns)
+        only these (`id` and FACT_COLUMNS; checked before they go into SQL text), in this order
+        (None: all)."""
+        if columns is not None and not set(columns) <= {"id", *FACT_COLUMNS}:
+            raise ValueError(f"facts has no column among {columns!r}")
+        picked = "*" if columns is None else ", ".join(columns)
         sql = (f"SELECT {picked} FROM facts WHERE {LIVE} AND source_id IN ({placeholders(len(source_ids))}) "
                "ORDER BY subject, id")
         if self.dialect == "postgres":
