@@ -270,3 +270,33 @@ def test_mcp_memory_graph_without_timestamps(tmp_path, agent_store):
     assert len(planted) == 5 and planted <= found
     for older, newer in found - planted:          # what else is flagged stays inside one table
         assert facts[older]["table"] == facts[newer]["table"] == "relations"
+
+
+def test_a_first_audit_marks_statuses_as_it_stores_edges(tmp_path, monkeypatch):
+    """A first audit (nothing contradicted yet) marks each edge's older fact as the edge is
+    stored and runs no pass over every fact; the statuses are what that pass gives. A later
+    full sync over an overlay that holds contradictions takes the pass again."""
+    store_path = _store(tmp_path / "bot.db", town=True)
+    cfg = load_config(write_config(tmp_path, store_path))
+    passes: list[object] = []
+    real = OverlayStore.apply_contradiction_status
+
+    def counted(self, *args, **kwargs):
+        passes.append(kwargs.get("fact_ids"))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(OverlayStore, "apply_contradiction_status", counted)
+    with OverlayStore(tmp_path / "overlay.db") as overlay:
+        engine = SyncEngine(overlay, cfg, detector=Detector())
+        first = engine.sync(cfg.sources[0], as_of=AS_OF, full=True)
+        assert first.contradictions == 10 * 4
+        assert passes == []
+        marked = dict(overlay.conn.execute("SELECT id, status FROM facts").fetchall())
+        assert list(marked.values()).count("contradicted") == 10 * 4
+        with overlay.transaction():
+            real(overlay)                   # the pass over every fact changes nothing
+        assert dict(overlay.conn.execute("SELECT id, status FROM facts").fetchall()) == marked
+        _add(store_path, ("u3", "location", None, "I moved to Oslo last month.", "2026-11-01 09:00:00"))
+        engine.sync(cfg.sources[0], as_of=AS_OF, full=True)
+        assert passes == [None]             # contradictions were stored: the whole pass
+        assert overlay.conn.execute("SELECT count(*) FROM facts WHERE status = 'contradicted'").fetchone()[0] == 41

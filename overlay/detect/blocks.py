@@ -88,16 +88,20 @@ MAX_SEMANTIC = 32
 
 def detect_changed(store: OverlayStore, detector: Detector, source_id: int, sync_no: int,
                    now: float, stats=None, space: list[int] | None = None,
-                   also: Iterable[int] = (), affected: set[int] | None = None) -> int:
+                   also: Iterable[int] = (), affected: set[int] | None = None, mark_status: bool = False) -> int:
     """Walk again every block holding a fact this sync changed; persist what is found.
 
     ``space``: ids of the sources whose subjects are this source's (default: the source
     alone). ``also``: further facts whose blocks must be walked (deleted this sync).
     ``affected`` collects the facts whose stored edges were dropped, whose status must be
-    recomputed. Returns how many edges were stored anew.
+    recomputed. ``mark_status``: the caller knows no contradiction is stored and no fact is
+    contradicted (a first audit): each edge's older fact is marked contradicted as the edge
+    is stored (both facts are live: a block is), which leaves every status exact, and the
+    caller's pass over every fact (apply_contradiction_status) is not needed. Returns how
+    many edges were stored anew.
     """
     with _collector_paused():
-        return _detect_changed(store, detector, source_id, sync_no, now, stats, space, also, affected)
+        return _detect_changed(store, detector, source_id, sync_no, now, stats, space, also, affected, mark_status)
 
 
 @contextmanager
@@ -135,7 +139,7 @@ PROMOTE_MIN = 20_000
 
 def _detect_changed(store: OverlayStore, detector: Detector, source_id: int, sync_no: int,
                     now: float, stats, space: list[int] | None, also: Iterable[int],
-                    affected: set[int] | None) -> int:
+                    affected: set[int] | None, mark_status: bool = False) -> int:
     before = detector.comparisons
     space = sorted(set(space or []) | {source_id})
     vectors = _vector_cache(store, detector)
@@ -145,7 +149,7 @@ def _detect_changed(store: OverlayStore, detector: Detector, source_id: int, syn
     encoder = getattr(detector, "pair_encoder", None)
     if encoder is not None:
         encoder.cache = store               # the pair encoder's answers too, by its model stamp
-    saver = _Saver(store, now, affected)
+    saver = _Saver(store, now, affected, mark_status)
     subjects = store.changed_subjects(source_id, sync_no, list(also))
     if not subjects:
         return 0
@@ -585,8 +589,9 @@ class _Saver:
     contradiction the source itself records (mem0 UPDATE, memlife superseded_by: stored
     without an update) is kept as it is."""
 
-    def __init__(self, store: OverlayStore, now: float, affected: set[int] | None = None):
-        self.store, self.now = store, now
+    def __init__(self, store: OverlayStore, now: float, affected: set[int] | None = None,
+                 mark_status: bool = False):
+        self.store, self.now, self.mark_status = store, now, mark_status
         self.pending: list[tuple] = []
         self.confirmed: list[tuple[int, float]] = []
         self.affected = affected if affected is not None else set()
@@ -619,6 +624,8 @@ class _Saver:
     def flush(self) -> None:
         if self.pending:
             self.found += self.store.add_new_contradictions(self.pending, self.now)
+            if self.mark_status:
+                self.store.mark_contradicted(sorted({row[0] for row in self.pending}))
             self.pending.clear()
         if self.confirmed:
             self.store.mark_relearned(self.confirmed)

@@ -1041,13 +1041,19 @@ class SyncEngine:
                 and (deleted or store.count_changed(source_id, sync_no, live_only=True)):
             self.detector, self.detector_factory = self.detector_factory(), None
         affected: set[int] = set()
+        # a full recompute with nothing contradicted yet (a first audit): the detector marks
+        # each older fact as it stores the edge, and no pass over every fact is needed
+        marked = False
         if self.detector is not None:
             from memwatch_overlay.overlay.detect.blocks import detect_changed
+            marked = touched is None and not store.has_contradictions() and not store.has_contradicted_status()
             found += detect_changed(store, self.detector, source_id, sync_no, now, stats,
                                     space=space, also=deleted,
-                                    affected=affected)
+                                    affected=affected, mark_status=marked)
         if touched is None:
-            if store.has_contradictions():
+            if marked:
+                pass                # every status already exact
+            elif store.has_contradictions():
                 store.apply_contradiction_status()
             else:   # nothing contradicts anything: only stale flags need clearing (no rewrite of every fact)
                 store.clear_contradicted_status()

@@ -92,6 +92,17 @@ class ContradictionsRepo(RepoBase):
             sql + " AND id IN (SELECT id FROM facts WHERE status = 'contradicted' UNION SELECT older_id "
             f"FROM contradictions){where}")
 
+    def mark_contradicted(self, fact_ids: Iterable[int]) -> None:
+        """status = contradicted for these active facts (the older sides of edges just stored
+        between live facts, when nothing else can make a fact contradicted: see
+        blocks.detect_changed's ``mark_status``)."""
+        self.conn.executemany("UPDATE facts SET status = 'contradicted' WHERE id = ? AND status = 'active'",
+                              ((i,) for i in fact_ids))
+
+    def has_contradicted_status(self) -> bool:
+        """Whether any fact's status is contradicted (the status index answers)."""
+        return self.conn.execute("SELECT 1 FROM facts WHERE status = 'contradicted' LIMIT 1").fetchone() is not None
+
     def clear_contradicted_status(self) -> None:
         """Every contradicted fact becomes active (when no contradiction is stored at all:
         cheaper than apply_contradiction_status, and no rewrite of every fact)."""
