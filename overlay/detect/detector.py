@@ -347,7 +347,8 @@ class Detector:
             if len(self._texts) >= self._cache_size:
                 self._texts.clear()
             self._texts[text] = base
-        if not words or not (self.extractor.names_a_word(base.text, words) or _names_in(base, words)):
+        if not words or not _may_name(base.text, words) or not (
+                self.extractor.names_a_word(base.text, words) or _names_in(base, words)):
             return base
         return _without_names(self.extractor.read(text, words), words)
 
@@ -467,14 +468,15 @@ class Detector:
             if s.kind == "assert" or s.mode in _ANY_KIND_OUTDATED:
                 out |= {("offer", *t) for t in _slot_terms(s, offer=True)}
             out |= {("want", *t) for t in _slot_terms(s, offer=False)}
+        # (``read`` leaves the subject's own name out of a reading's anchors and cue scopes,
+        # ``_without_names``: ``names`` is not looked for there again; an outcome keeps it)
         ended = {w for c in r.cues for w in c.scope}    # what the fact itself ends: no anchor (_cues)
         for a in r.anchors:
-            if not any(_name_form(a, n) for n in names) and not any(_stem_match(a, w) for w in ended):
+            if not (ended and any(_stem_match(a, w) for w in ended)):
                 out.add(("offer", "word", a[:5]))
         for c in r.cues:
             for w in c.scope:
-                if not any(_name_form(w, n) for n in names):
-                    out.add(("want", "word", w[:5]))
+                out.add(("want", "word", w[:5]))
         # an outcome meets the pursuits its words name (_overtaken)
         out |= {("want", "word", a[:5]) for a in r.outcome if not any(_name_form(a, n) for n in names)}
         sd = self.pack.slot_for_key(key) if key else None
@@ -1033,6 +1035,15 @@ def subject_words(subject: str | None) -> frozenset[str]:
     for the last few thousand subjects (every fact of a block asks for its subject's)."""
     return frozenset(w for w in _NAME_PARTS.split((subject or "").lower())
                      if len(w) > 2 and not w.isdigit())
+
+
+def _may_name(text: str, names: frozenset[str]) -> bool:
+    """False when no word of ``text`` can be one of ``names`` nor a form of one (``_name_form``,
+    ``names_a_word``): every such word or form holds a name's first three letters, and a name
+    is at least three letters long (``subject_words``). (Only said of names in ASCII: lower
+    case of a whole text and of one word differ only in a letter outside it.)"""
+    low = text.lower()
+    return any(not n.isascii() or n[:3] in low for n in names)
 
 
 def _names_in(r: Reading, names: frozenset[str]) -> bool:

@@ -493,6 +493,17 @@ def _valid(sd: SlotDef, raw: str, pack: Pack, lower_case: bool = False) -> bool:
 
 def _family(sd: SlotDef, word: str | None) -> str:
     w = norm_value(word)
+    merged = _families_regex(sd)
+    if merged is not None:
+        rx, names = merged
+        m = rx.fullmatch(w)
+        if m is not None:
+            return names[m.lastindex - 1]
+        if not w:
+            return w
+        # any word of the phrase ("swim race"): the first family, in order, that one matches
+        found = [m.lastindex for m in map(rx.fullmatch, w.split()) if m is not None]
+        return names[min(found) - 1] if found else w
     for fam, rxs in sd.families.items():
         if any(r.fullmatch(w) for r in rxs):
             return fam
@@ -502,6 +513,32 @@ def _family(sd: SlotDef, word: str | None) -> str:
         if any(r.fullmatch(tok) for tok in w.split() for r in rxs):
             return fam
     return w
+
+
+_FAMILIES_REGEX: dict[int, tuple] = {}
+
+
+def _families_regex(sd: SlotDef) -> tuple[re.Pattern, tuple[str, ...]] | None:
+    """A slot's families as one regex whose group K is family K's regexes (in order), and the
+    families' names: a fullmatch of it finds the first family any of whose regexes matches,
+    as _family's loop does regex by regex. None (the loop) for a slot without families, or
+    whose regexes have groups of their own or differ in flags."""
+    got = _FAMILIES_REGEX.get(id(sd))
+    if got is not None and got[0] is sd:
+        return got[1]
+    merged = None
+    rxs = [r for family in sd.families.values() for r in family]
+    if rxs and all(sd.families.values()) and len({r.flags for r in rxs}) == 1:
+        source = "|".join("(" + "|".join(f"(?:{r.pattern})" for r in family) + ")"
+                          for family in sd.families.values())
+        try:
+            rx = re.compile(source, rxs[0].flags)
+        except re.error:
+            rx = None
+        if rx is not None and rx.groups == len(sd.families):
+            merged = (rx, tuple(sd.families))
+    _FAMILIES_REGEX[id(sd)] = (sd, merged)      # (sd kept: its id is not reused meanwhile)
+    return merged
 
 
 def _key(sd: SlotDef, m: re.Match, value: str | None) -> str:
