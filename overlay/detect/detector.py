@@ -428,7 +428,8 @@ class Detector:
         if isinstance(fact, FactView):
             offers, wants = self.offers_and_wants(fact)
             return {("offer", *t) for t in offers} | {("want", *t) for t in wants}
-        return self._index_terms(fact, None, frozenset())
+        offers, wants = self._terms_of(fact, None, frozenset())
+        return {("offer", *t) for t in offers} | {("want", *t) for t in wants}
 
     def offers_and_wants(self, fact: FactView, learned: bool = True) -> tuple[frozenset[tuple], frozenset[tuple]]:
         """``index_terms`` of a fact split by role, without the role (cached like ``read``).
@@ -437,10 +438,7 @@ class Detector:
         ck = (fact.text or "", fact.subject or "", fact.key or "", learned)
         got = self._terms.get(ck)
         if got is None:
-            offers, wants = set(), set()
-            for role, *term in self._index_terms(self.read(fact), self._own_key(fact),
-                                                 subject_words(fact.subject)):
-                (offers if role == "offer" else wants).add(tuple(term))
+            offers, wants = self._terms_of(self.read(fact), self._own_key(fact), subject_words(fact.subject))
             if learned:
                 topic_offers, topic_wants = self.learned_terms(fact)    # the learned layer: by topic
                 offers |= topic_offers
@@ -452,38 +450,41 @@ class Detector:
             self._terms.move_to_end(ck)
         return got
 
-    def _index_terms(self, r: Reading, key: str | None, names: frozenset[str]) -> set[tuple]:
-        out: set[tuple] = set()
+    def _terms_of(self, r: Reading, key: str | None, names: frozenset[str]) -> tuple[set[tuple], set[tuple]]:
+        """(offers, wants) of a reading (``index_terms`` without the role)."""
+        offers: set[tuple] = set()
+        wants: set[tuple] = set()
         for s in r.slots:
             if s.mode == "multi":
                 # several values hold at once (phones, e-mails): a newer value meets the older
                 # ones only when it ends or replaces them (_mode_multi), else only its own value
                 if s.kind == "assert" and s.polarity >= 0:
-                    out |= {("offer", "slot", s.name), ("offer", "val", s.name, s.value)}
+                    offers |= {("slot", s.name), ("val", s.name, s.value)}
                 if s.kind == "assert" and s.polarity > 0:
-                    out.add(("want", "val", s.name, s.value))
+                    wants.add(("val", s.name, s.value))
                 if s.kind == "end" or (s.kind == "assert" and s.replacement and not s.addition):
-                    out.add(("want", "slot", s.name))
+                    wants.add(("slot", s.name))
                 continue
             if s.kind == "assert" or s.mode in _ANY_KIND_OUTDATED:
-                out |= {("offer", *t) for t in _slot_terms(s, offer=True)}
-            out |= {("want", *t) for t in _slot_terms(s, offer=False)}
+                offers |= _slot_terms(s, offer=True)
+            wants |= _slot_terms(s, offer=False)
         # (``read`` leaves the subject's own name out of a reading's anchors and cue scopes,
         # ``_without_names``: ``names`` is not looked for there again; an outcome keeps it)
         ended = {w for c in r.cues for w in c.scope}    # what the fact itself ends: no anchor (_cues)
         for a in r.anchors:
             if not (ended and any(_stem_match(a, w) for w in ended)):
-                out.add(("offer", "word", a[:5]))
+                offers.add(("word", a[:5]))
         for c in r.cues:
             for w in c.scope:
-                out.add(("want", "word", w[:5]))
+                wants.add(("word", w[:5]))
         # an outcome meets the pursuits its words name (_overtaken)
-        out |= {("want", "word", a[:5]) for a in r.outcome if not any(_name_form(a, n) for n in names)}
+        wants |= {("word", a[:5]) for a in r.outcome if not any(_name_form(a, n) for n in names)}
         sd = self.pack.slot_for_key(key) if key else None
         if key and (sd is None or sd.mode in _ONE_VALUE):
             k = key.strip().lower()         # the key rule (_key_value) holds one value per key
-            out |= {("offer", "key", k), ("want", "key", k)}
-        return out
+            offers.add(("key", k))
+            wants.add(("key", k))
+        return offers, wants
 
     # ------------------------------------------------------------ one pair
     def _pair(self, new: FactView, nr: Reading, old: FactView, orr: Reading) -> _Verdict:
@@ -880,7 +881,7 @@ class Detector:
         reads every undecided pair). ``slots``: the map of the facts walked before, added to.
 
         In such a block the learned layer weighs no pair of two keys (``_settled_by_keys``),
-        and a pair of one key it may weigh meets on that key (``_index_terms``): its own index
+        and a pair of one key it may weigh meets on that key (``_terms_of``): its own index
         terms (topics, names) would only bring pairs it never weighs, so a walk leaves them out
         and never estimates the block's topics (bench_detect's keyed store: a fifth of its
         detection). A key-value table of one user, as many home-made agents keep, is one."""

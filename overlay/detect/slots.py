@@ -278,6 +278,11 @@ def _merge(rxs) -> tuple[re.Pattern, ...]:
         return tuple(rxs)
 
 
+def _speaks(t: str) -> bool:
+    """The text's speaker says I/me/my, or asks the assistant for something."""
+    return _FIRST_PERSON.search(t) is not None or _ASKS_ASSISTANT.search(t) is not None
+
+
 def prefilter_patterns(pack: Pack, guards: "_Guards | None" = None) -> list[re.Pattern]:
     """Every regex an Extractor's prefilter covers, in its order: the slots', the cues', the
     guards' (merged as _Guards merges them)."""
@@ -298,6 +303,7 @@ class _Guards:
         self.g["duration"] = pack.guards["duration"]     # read group by group, not merged
         self.bits = {name: ALL for name in self.g}       # set by Extractor when it prefilters
         self.duration_bits = tuple(ALL for _ in self.g["duration"])
+        self.silent_bits = ALL                           # the guards silent() reads (forwarded, question, retraction)
 
     def patterns(self) -> list[re.Pattern]:
         return [r for rxs in self.g.values() for r in rxs]
@@ -309,6 +315,7 @@ class _Guards:
             for r in rxs:
                 self.bits[name] |= bit(r)
         self.duration_bits = tuple(bit(r) for r in self.g["duration"])
+        self.silent_bits = self.bits["forwarded"] | self.bits["question"] | self.bits["retraction"]
 
     def has(self, name: str, text: str, mask: int = ALL) -> bool:
         return bool(mask & self.bits[name]) and _any(self.g[name], text)
@@ -380,6 +387,8 @@ class _Guards:
         them (the retraction guard), and every sentence of a forwarded message (the forwarded
         guard, on its first sentence). ``masks``: the clauses' prefilter masks; a sentence that
         is one clause whole is searched only for the guards its mask allows."""
+        if masks and len(parts) == 1 and parts[0][0] == parts[0][1] and not masks[0] & self.silent_bits:
+            return set()                # one sentence, one clause, none of the guards below in it
         mask_of: dict[str, int] = {}
         for (clause, sentence), m in zip(parts, masks or ()):
             if clause == sentence:
@@ -626,8 +635,9 @@ class Extractor:
         # only a speaker who says I/me/my, or asks the assistant for something, reports someone
         # else's news by their name: a text in the third person ("Priya moved to Leeds") is a
         # memory about the user
-        speaks = _FIRST_PERSON.search(t) is not None or _ASKS_ASSISTANT.search(t) is not None
-        g.names_others, g.own_names = names_others and speaks, frozenset(w.lower() for w in subject_words) | known
+        # (searched for only where it matters: read for others' names, or a name opens a clause)
+        g.names_others = names_others and _speaks(t)
+        g.own_names = frozenset(w.lower() for w in subject_words) | known
         g.named_seen = False
         try:
             parts = clauses(t)
@@ -639,7 +649,7 @@ class Extractor:
         finally:
             g.names_others, g.own_names, g.named_seen = False, frozenset(), False
         return Reading(t, slots, cues, self.anchors(t, subject_words), self.entity(t), pursuits, outcome,
-                       names_someone=named and speaks and not names_others)
+                       names_someone=named and not names_others and _speaks(t))
 
     def pursuits(self, parts: list[tuple[str, str]], masks: list[int] | None = None
                  ) -> tuple[tuple[frozenset[str], ...], frozenset[str]]:
