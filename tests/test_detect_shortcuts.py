@@ -15,7 +15,6 @@ import random
 import pytest
 
 import contradiction_cases
-from memwatch_overlay.overlay.detect import slots as slots_module
 from memwatch_overlay.overlay.detect.detector import (Detector, FactView, _may_name, _name_form, _names_in,
                                                       subject_words)
 from memwatch_overlay.overlay.detect.pack import load_pack
@@ -31,15 +30,12 @@ def _texts() -> list[str]:
 
 def _family_by_loop(sd, word):
     """_family's regex-by-regex path (what a slot whose families cannot be merged takes)."""
-    saved = slots_module._FAMILIES_REGEX.get(id(sd))
-    slots_module._FAMILIES_REGEX[id(sd)] = (sd, None)
+    saved = _families_regex(sd)
+    sd.__dict__["_families_regex"] = None
     try:
         return _family(sd, word)
     finally:
-        if saved is None:
-            del slots_module._FAMILIES_REGEX[id(sd)]
-        else:
-            slots_module._FAMILIES_REGEX[id(sd)] = saved
+        sd.__dict__["_families_regex"] = saved
 
 
 def test_merged_families_give_the_family_the_loop_gives():

@@ -524,17 +524,14 @@ def _family(sd: SlotDef, word: str | None) -> str:
     return w
 
 
-_FAMILIES_REGEX: dict[int, tuple] = {}
-
-
 def _families_regex(sd: SlotDef) -> tuple[re.Pattern, tuple[str, ...]] | None:
     """A slot's families as one regex whose group K is family K's regexes (in order), and the
     families' names: a fullmatch of it finds the first family any of whose regexes matches,
     as _family's loop does regex by regex. None (the loop) for a slot without families, or
-    whose regexes have groups of their own or differ in flags."""
-    got = _FAMILIES_REGEX.get(id(sd))
-    if got is not None and got[0] is sd:
-        return got[1]
+    whose regexes have groups of their own or differ in flags. Built once per slot (kept on
+    it, as Pack keeps its memos)."""
+    if "_families_regex" in sd.__dict__:
+        return sd.__dict__["_families_regex"]
     merged = None
     rxs = [r for family in sd.families.values() for r in family]
     if rxs and all(sd.families.values()) and len({r.flags for r in rxs}) == 1:
@@ -546,7 +543,7 @@ def _families_regex(sd: SlotDef) -> tuple[re.Pattern, tuple[str, ...]] | None:
             rx = None
         if rx is not None and rx.groups == len(sd.families):
             merged = (rx, tuple(sd.families))
-    _FAMILIES_REGEX[id(sd)] = (sd, merged)      # (sd kept: its id is not reused meanwhile)
+    sd.__dict__["_families_regex"] = merged
     return merged
 
 
