@@ -425,10 +425,8 @@ class Detector:
         as the cue rule matches them). The subject's own name never links two facts (see
         ``read``): a fact about Alice does not meet every other fact naming Alice.
         """
-        if isinstance(fact, FactView):
-            offers, wants = self.offers_and_wants(fact)
-            return {("offer", *t) for t in offers} | {("want", *t) for t in wants}
-        offers, wants = self._terms_of(fact, None, frozenset())
+        offers, wants = (self.offers_and_wants(fact) if isinstance(fact, FactView)
+                         else self._terms_of(fact, None, frozenset()))
         return {("offer", *t) for t in offers} | {("want", *t) for t in wants}
 
     def offers_and_wants(self, fact: FactView, learned: bool = True) -> tuple[frozenset[tuple], frozenset[tuple]]:
@@ -876,9 +874,9 @@ class Detector:
                     ) -> dict[str, SlotDef | None] | None:
         """The slot of each store key (case and spaces aside) of a block whose facts' keys are
         ``keys``, when every fact carries a meaningful key, no two keys naming one slot; None for
-        any other block, and
-        where the learned layer is not the only layer past the rules (an embedder or a judge
-        reads every undecided pair). ``slots``: the map of the facts walked before, added to.
+        any other block, and where the learned layer is not the only layer past the rules (an
+        embedder or a judge reads every undecided pair). ``slots``: the map of the facts walked
+        before, added to.
 
         In such a block the learned layer weighs no pair of two keys (``_settled_by_keys``),
         and a pair of one key it may weigh meets on that key (``_terms_of``): its own index

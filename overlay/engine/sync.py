@@ -1050,16 +1050,15 @@ class SyncEngine:
             found += detect_changed(store, self.detector, source_id, sync_no, now, stats,
                                     space=space, also=deleted,
                                     affected=affected, mark_status=marked)
-        if touched is None:
-            if marked:
-                pass                # every status already exact
-            elif store.has_contradictions():
-                store.apply_contradiction_status()
-            else:   # nothing contradicts anything: only stale flags need clearing (no rewrite of every fact)
-                store.clear_contradicted_status()
-        else:
+        if touched is not None:
             ids = set(touched) | set(changed) | partners | affected
             store.apply_contradiction_status(fact_ids=sorted(ids | store.older_partners(ids)))
+        elif marked:
+            pass                    # the detector left every status exact
+        elif store.has_contradictions():
+            store.apply_contradiction_status()
+        else:       # nothing contradicts anything: only stale flags need clearing (no rewrite of every fact)
+            store.clear_contradicted_status()
         return found
 
 
