@@ -74,7 +74,9 @@ def test_the_prefilter_reads_literals_from_a_much_shorter_source():
     for p in pats:
         assert P.required_literals(p) == P._required_literals(p.pattern, p.flags), p.pattern
     parsed = sum(len(p.literal_source) for p in pats)
-    assert parsed * 3 < sum(len(p.pattern) for p in pats)
+    # (a third at most until the look-aheads were written as tries, pack.word_trie: what
+    # the parse skips got shorter)
+    assert parsed * 2.5 < sum(len(p.pattern) for p in pats)
 
 
 def test_the_shipped_literals_file_is_what_the_parser_reads_from_the_shipped_pack():
