@@ -1,6 +1,6 @@
 """What a detection worker's walk of a first audit's blocks costs per fact: CPU, and instructions.
 
-    python benchmarks/bench_walk.py [--rows 20000] [--repeat 3] [--instructions 150] [--json]
+    python benchmarks/bench_walk.py [--rows 20000] [--repeat 3] [--instructions 150 [--warm 150]] [--json]
 
 bench_audit.py's `agent_facts` store (20 facts per user, six keys: every block keyed) is audited
 with detection off into a fresh overlay. Then, each in its own subprocess, the overlay's blocks
@@ -14,7 +14,10 @@ them (two versions of the detector that find the same contradictions print the s
 same process walking none: instructions per fact, the same to a few instructions from run to
 run (PYTHONHASHSEED=0), where CPU seconds on a shared machine move by a quarter. The figure to
 compare two versions of the code with on a noisy machine (docs/benchmarks.md, "Issue 15, stop
-49"). Needs valgrind on PATH.
+49"). Needs valgrind on PATH. --warm W counts BLOCKS blocks after the first W instead (the
+process walking W + BLOCKS minus the one walking W): what a walk pays per fact once the regexes
+its texts reach are compiled, as through most of a large audit; the first blocks' figure also
+holds those one-time costs.
 """
 from __future__ import annotations
 
@@ -74,8 +77,9 @@ def audited_overlay(tmp: Path, rows: int) -> Path:
     return overlay
 
 
-def instructions(overlay: Path, blocks: int) -> tuple[int, int]:
-    """callgrind's instruction count of walking the first `blocks` blocks, and their facts."""
+def instructions(overlay: Path, blocks: int, warm: int = 0) -> tuple[int, int]:
+    """callgrind's instruction count of walking `blocks` blocks after the first `warm`, and
+    their facts (the process that walks `warm + blocks` minus the one that walks `warm`)."""
     def counted(n: int) -> tuple[int, int]:
         out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
                               "-c", WALK, str(overlay), str(n), "1"], capture_output=True, text=True,
@@ -85,8 +89,8 @@ def instructions(overlay: Path, blocks: int) -> tuple[int, int]:
             sys.exit(f"callgrind run failed:\n{out.stderr[-2000:]}")
         return int(m.group(1)), int(out.stdout.split()[1])
     run_script(WALK, overlay, 1, 1)         # bytecode caches written before anything is counted
-    (none, _), (some, facts) = counted(0), counted(blocks)
-    return some - none, facts
+    (none, before), (some, facts) = counted(warm), counted(warm + blocks)
+    return some - none, facts - before
 
 
 def main() -> None:
@@ -94,6 +98,8 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=20_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--instructions", type=int, default=0, metavar="BLOCKS")
+    ap.add_argument("--warm", type=int, default=0, metavar="BLOCKS",
+                    help="count the --instructions blocks after this many (their regexes compiled, caches warm)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
@@ -109,8 +115,8 @@ def main() -> None:
         if args.instructions:
             if shutil.which("valgrind") is None:
                 sys.exit("--instructions needs valgrind on PATH")
-            n, walked = instructions(overlay, args.instructions)
-            row["instruction_blocks"] = args.instructions
+            n, walked = instructions(overlay, args.instructions, args.warm)
+            row["instruction_blocks"], row["warm_blocks"] = args.instructions, args.warm
             row["instructions_per_fact"] = round(n / walked)
     if args.json:
         print(json.dumps(row))
@@ -119,8 +125,9 @@ def main() -> None:
           f"{row['ratio']}x reading them in subject order ({row['read_us_per_fact']} us); "
           f"{row['edges']:,} edges, digest {row['digest']}")
     if args.instructions:
-        print(f"  instructions per fact walked (callgrind, first {args.instructions} blocks): "
-              f"{row['instructions_per_fact']:,}")
+        which = (f"first {args.instructions} blocks" if not args.warm
+                 else f"{args.instructions} blocks after the first {args.warm}")
+        print(f"  instructions per fact walked (callgrind, {which}): {row['instructions_per_fact']:,}")
 
 
 if __name__ == "__main__":
