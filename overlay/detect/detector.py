@@ -74,7 +74,8 @@ _UNSCORED = object()
 _DAY = 86400.0
 
 
-@dataclass(frozen=True)
+# (never changed once made, but not frozen=True, for speed: see slots.Slot)
+@dataclass(unsafe_hash=True)
 class FactView:
     """What the detector sees of one fact."""
 
@@ -86,7 +87,7 @@ class FactView:
     learned_at: float        # epoch seconds (UTC); newer contradicts older
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True)
 class Contradiction:
     """The newer fact ``newer`` outdates the older fact ``older``."""
 

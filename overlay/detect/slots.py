@@ -53,7 +53,14 @@ _LOSS = re.compile(r"died|passed away|put down|ran away", re.I)     # an event t
 ALL = -1                      # a prefilter mask with every bit set: run every regex
 
 
-@dataclass(frozen=True)
+# Slot, CueHit and Reading (and the detector's FactView and Contradiction) are records that
+# are never changed once made (readings are cached and shared): every change is a new one
+# (dataclasses.replace). They are not frozen=True, only for speed: a frozen dataclass sets
+# each field through object.__setattr__ and keeps it in a real __dict__, and a walk makes
+# millions of them (6% of its instructions, stop 50). unsafe_hash gives them the hash frozen
+# did; tests/test_detect_records.py walks the test texts refusing any change after __init__.
+
+@dataclass(unsafe_hash=True)
 class Slot:
     """One thing a text says about its subject: a slot, its value and how it says it.
 
@@ -140,7 +147,7 @@ class _Clause:
         return self._addition
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True)
 class CueHit:
     """A transition cue ("no longer", "sold", "-free") and the words in its scope."""
 
@@ -152,7 +159,7 @@ class CueHit:
     absent: bool = False            # the pack's `absent` cue: "sesame-free" (pack.Cue)
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True)
 class Reading:
     """Everything the detector needs from one text, computed once and cached."""
 
