@@ -55,10 +55,11 @@ ALL = -1                      # a prefilter mask with every bit set: run every r
 
 # Slot, CueHit and Reading (and the detector's FactView and Contradiction) are records that
 # are never changed once made (readings are cached and shared): every change is a new one
-# (dataclasses.replace). They are not frozen=True, only for speed: a frozen dataclass sets
-# each field through object.__setattr__ and keeps it in a real __dict__, and a walk makes
-# millions of them (6% of its instructions, stop 50). unsafe_hash gives them the hash frozen
-# did; tests/test_detect_records.py walks the test texts refusing any change after __init__.
+# (dataclasses.replace). They are not frozen=True, only for speed: a frozen dataclass's
+# __init__ sets each field through a call of object.__setattr__, and a walk makes millions of
+# them (6% of its instructions, stop 50; an __init__ writing __dict__ saved a third of that).
+# unsafe_hash gives them the hash frozen did; tests/test_detect_records.py reads, compares and
+# syncs with every record class refusing a change to a field it already holds.
 
 @dataclass(unsafe_hash=True)
 class Slot:
