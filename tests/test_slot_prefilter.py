@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from memwatch_overlay.overlay.detect.detector import Detector
-from memwatch_overlay.overlay.detect.prefilter import Prefilter, _trie_pattern
-from memwatch_overlay.overlay.detect.pack import load_pack, required_literals
+from memwatch_overlay.overlay.detect.prefilter import Prefilter
+from memwatch_overlay.overlay.detect.pack import load_pack, required_literals, word_trie
 from memwatch_overlay.overlay.detect.slots import Extractor
 from memwatch_overlay.overlay.store.database import OverlayStore
 from memwatch_overlay.overlay.engine.sync import SyncEngine
@@ -101,7 +101,7 @@ def test_prefilter_finds_exactly_the_literals_a_text_contains():
 
 def test_trie_pattern_matches_the_longest_word_at_a_position():
     words = ["mov", "move", "moved", "moved away", "ov", "@", "a b"]
-    rx = re.compile(_trie_pattern(words))
+    rx = re.compile(word_trie(words))
     assert rx.match("moved awa").group(0) == "moved"
     assert rx.match("moved away now").group(0) == "moved away"
     assert rx.match("movie").group(0) == "mov"

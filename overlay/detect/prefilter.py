@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from memwatch_overlay.overlay.detect.pack import required_literals
+from memwatch_overlay.overlay.detect.pack import required_literals, word_trie
 
 
 class Prefilter:
@@ -52,7 +52,7 @@ class Prefilter:
             for k in range(1, len(w) + 1):
                 m |= by_literal.get(w[:k], 0)
             self._found[w] = m
-        self._scan = re.compile("(?=(" + _trie_pattern(by_literal) + "))") if by_literal else None
+        self._scan = re.compile("(?=(" + word_trie(by_literal) + "))") if by_literal else None
 
     def bit(self, pattern: re.Pattern) -> int:
         """The bit of ``pattern`` (one of the patterns given at construction)."""
@@ -83,26 +83,3 @@ class Prefilter:
                 w = hit.group(1)
                 out.update(w[:k] for k in range(1, len(w) + 1) if w[:k] in self._found)
         return out
-
-
-def _trie_pattern(words: Iterable[str]) -> str:
-    """A regex matching, at a position, the longest of ``words`` that starts there.
-
-    Words sharing a prefix share its branch ("moved(?: away| back)?"), so the scan tries a
-    few characters per position instead of every word.
-    """
-    root: dict = {}
-    for w in words:
-        node = root
-        for ch in w:
-            node = node.setdefault(ch, {})
-        node[""] = {}                               # a word ends here
-
-    def build(node: dict) -> str:
-        kids = [re.escape(ch) + build(sub) for ch, sub in sorted(node.items()) if ch]
-        if not kids:
-            return ""
-        body = kids[0] if len(kids) == 1 else "(?:" + "|".join(kids) + ")"
-        return "(?:" + body + ")?" if "" in node else body   # greedy: longer words first
-
-    return build(root)
