@@ -397,13 +397,14 @@ def alternation(items: list[str]) -> str:
     letter's. Items that do not open with a plain letter (a group, a class, an escape, a
     letter a quantifier applies to), or carry their own top-level ``|``, or two first
     letters that differ only in case, leave the alternation flat."""
+    flat = "(?:" + "|".join(items) + ")"
+    if not all(map(_opens_with_letter, items)):
+        return flat
     groups: dict[str, list[str]] = {}
     for item in items:
-        if not _opens_with_letter(item):
-            return "(?:" + "|".join(items) + ")"
         groups.setdefault(item[0], []).append(item[1:])
     if len({k.lower() for k in groups}) < len(groups):
-        return "(?:" + "|".join(items) + ")"
+        return flat
     parts = [k + (rest[0] if len(rest) == 1 else "(?:" + "|".join(rest) + ")") for k, rest in groups.items()]
     return "(?:" + "|".join(parts) + ")"
 
