@@ -229,3 +229,50 @@ def test_the_subject_scan_reads_what_a_walk_reads_first(tmp_path):
             overlay.iter_subject_scan([1], ("id", "id; DROP TABLE facts"))
     finally:
         overlay.close()
+
+
+def test_the_subject_scan_reads_the_subject_index_in_order_when_no_other_source_is_there(tmp_path):
+    """A first audit's blocks stream out of facts_block in its order (no sort before the first
+    row) when the overlay knows no source beside the scanned ones; with another source there,
+    the scan keeps to its sources' facts. Either way: every live fact of them, by subject, id."""
+    def scanned(overlay: OverlayStore, space: list[int]) -> tuple[list[int], str]:
+        seen: list[str] = []
+        overlay.conn.set_trace_callback(seen.append)
+        try:
+            ids = [r["id"] for r in overlay.iter_subject_scan(space, blocks.SCAN_COLUMNS)]
+        finally:
+            overlay.conn.set_trace_callback(None)
+        select = next(s for s in seen if s.startswith("SELECT id"))
+        plan = " | ".join(r[3] for r in overlay.conn.execute("EXPLAIN QUERY PLAN " + select))
+        return ids, plan
+
+    def expected(path: Path, space: list[int]) -> list[int]:
+        conn = sqlite3.connect(path)
+        try:
+            return [r[0] for r in conn.execute(
+                f"SELECT id FROM facts WHERE status IN ('active', 'contradicted') AND source_id IN "
+                f"({', '.join('?' * len(space))}) ORDER BY subject, id", space)]
+        finally:
+            conn.close()
+
+    path = tmp_path / "one.db"
+    _audit(_store(tmp_path / "agent.db", users=20), path, tmp_path, None)
+    overlay = OverlayStore(str(path))
+    try:
+        ids, plan = scanned(overlay, [1])
+        assert ids == expected(path, [1]) and len(ids) > 100
+        assert "facts_block" in plan and "TEMP B-TREE" not in plan
+    finally:
+        overlay.close()
+    other = tmp_path / "other"
+    other.mkdir()
+    _audit(_store(other / "agent.db", users=7), path, tmp_path, None)      # a second source
+    overlay = OverlayStore(str(path))
+    try:
+        ids, plan = scanned(overlay, [1])
+        assert ids == expected(path, [1]) and "source_id" in plan
+        both, plan = scanned(overlay, [1, 2])
+        assert both == expected(path, [1, 2]) and len(both) > len(ids)
+        assert "facts_block" in plan and "TEMP B-TREE" not in plan
+    finally:
+        overlay.close()

@@ -429,11 +429,22 @@ class FactsRepo(RepoBase):
         if columns is not None and not set(columns) <= {"id", *FACT_COLUMNS}:
             raise ValueError(f"facts has no column among {columns!r}")
         picked = "*" if columns is None else ", ".join(columns)
-        sql = (f"SELECT {picked} FROM facts WHERE {LIVE} AND source_id IN ({placeholders(len(source_ids))}) "
-               "ORDER BY subject, id")
+        where, params = f"source_id IN ({placeholders(len(source_ids))})", tuple(source_ids)
+        if self.dialect == "sqlite" and self._holds_only(source_ids):
+            # Every fact here is one of these sources': no filter, so that SQLite reads facts_block
+            # in its order and the first block streams out at once; with `source_id IN (…)` it
+            # picks facts_changed and sorts every row first (1M facts: 0.6-1.4 s before the first
+            # row, 2.0-2.8 s in all, against 1.6-1.8 s)
+            where, params = "true", ()
+        sql = f"SELECT {picked} FROM facts WHERE {LIVE} AND {where} ORDER BY subject, id"
         if self.dialect == "postgres":
-            return self.conn.stream(sql, tuple(source_ids))
-        return self.conn.execute(sql, tuple(source_ids))
+            return self.conn.stream(sql, params)
+        return self.conn.execute(sql, params)
+
+    def _holds_only(self, source_ids: list[int]) -> bool:
+        """Whether the overlay knows no source beside these (so every fact is theirs)."""
+        return not self.conn.execute(f"SELECT EXISTS (SELECT 1 FROM sources WHERE id NOT IN "
+                                     f"({placeholders(len(source_ids))}))", tuple(source_ids)).fetchone()[0]
 
     def live_subjects(self, limit: int = 2) -> list[str | None]:
         """Up to `limit` distinct subjects of live facts (is there more than one user?)."""
