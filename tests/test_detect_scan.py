@@ -100,3 +100,44 @@ def test_both_paths_agree_on_a_postgres_overlay(tmp_path, monkeypatch, pg_dsn):
             results[mode] = (stats.contradictions, stats.comparisons, _findings(overlay), _statuses(overlay))
     assert results["pg-scan"][0] > 0
     assert results["pg-scan"] == results["sqlite-query"]
+
+
+def test_a_block_whose_only_change_is_a_deletion_is_walked_again_on_either_path(tmp_path, monkeypatch):
+    """The scan tells the blocks holding a changed live fact from the rows it reads, and is
+    told only the subjects of the changed facts that are not live: a fact the source deleted
+    takes its edges with it, and what it outdated is live again, whichever path walks it."""
+    import sqlite3
+    store_path = _store(tmp_path / "bot.db", users=6, per_block=4, town=True)
+    _add(store_path, ("u3", "location", None, "I moved to Oslo last month.", "2026-11-01 09:00:00"))
+    results = {}
+    for mode, threshold in (("query", 10**9), ("scan", 0)):
+        monkeypatch.setattr(dc, "SCAN_MIN_CHANGED", threshold)
+        work = tmp_path / mode
+        work.mkdir()
+        store = work / "bot.db"
+        shutil.copy(store_path, store)
+        mode_cfg = load_config(write_config(work, store))
+        with OverlayStore(work / "overlay.db") as overlay:
+            engine = SyncEngine(overlay, mode_cfg, detector=Detector())
+            engine.sync(mode_cfg.sources[0], as_of=AS_OF, full=True)
+            oslo = overlay.conn.execute("SELECT id FROM facts WHERE text LIKE 'I moved to Oslo%'").fetchone()[0]
+            outdated = {r[0] for r in overlay.conn.execute(
+                "SELECT older_id FROM contradictions WHERE newer_id = ?", (oslo,))}
+            assert outdated
+            conn = sqlite3.connect(store)
+            conn.execute("DELETE FROM memories WHERE content LIKE 'I moved to Oslo%'")
+            conn.commit()
+            conn.close()
+            stats = engine.sync(mode_cfg.sources[0], as_of=AS_OF, full=True)
+            assert stats.deleted == 1
+            sid, sync_no = overlay.conn.execute("SELECT id, sync_count FROM sources").fetchone()
+            assert overlay.count_changed_live(sid, sync_no) == (
+                overlay.count_changed(sid, sync_no), overlay.count_changed(sid, sync_no, live_only=True))
+            assert overlay.changed_subjects(sid, sync_no, [oslo], dead_only=True) == {"u3"}
+            assert not overlay.conn.execute("SELECT 1 FROM contradictions WHERE newer_id = ?", (oslo,)).fetchall()
+            back = {r[0] for r in overlay.conn.execute(
+                f"SELECT id FROM facts WHERE id IN ({', '.join('?' * len(outdated))}) AND status = 'active'",
+                sorted(outdated))}
+            results[mode] = (_findings(overlay), _statuses(overlay), back == outdated)
+    assert results["query"] == results["scan"]
+    assert results["scan"][2]

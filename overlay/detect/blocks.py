@@ -88,7 +88,8 @@ MAX_SEMANTIC = 32
 
 def detect_changed(store: OverlayStore, detector: Detector, source_id: int, sync_no: int,
                    now: float, stats=None, space: list[int] | None = None,
-                   also: Iterable[int] = (), affected: set[int] | None = None, mark_status: bool = False) -> int:
+                   also: Iterable[int] = (), affected: set[int] | None = None, mark_status: bool = False,
+                   live_changed: int | None = None) -> int:
     """Walk again every block holding a fact this sync changed; persist what is found.
 
     ``space``: ids of the sources whose subjects are this source's (default: the source
@@ -97,11 +98,13 @@ def detect_changed(store: OverlayStore, detector: Detector, source_id: int, sync
     recomputed. ``mark_status``: the caller knows no contradiction is stored and no fact is
     contradicted (a first audit): each edge's older fact is marked contradicted as the edge
     is stored (both facts are live: a block is), which leaves every status exact, and the
-    caller's pass over every fact (apply_contradiction_status) is not needed. Returns how
-    many edges were stored anew.
+    caller's pass over every fact (apply_contradiction_status) is not needed.
+    ``live_changed``: the live facts this sync changed, when the caller has counted them.
+    Returns how many edges were stored anew.
     """
     with _collector_paused():
-        return _detect_changed(store, detector, source_id, sync_no, now, stats, space, also, affected, mark_status)
+        return _detect_changed(store, detector, source_id, sync_no, now, stats, space, also, affected, mark_status,
+                               live_changed)
 
 
 @contextmanager
@@ -139,7 +142,7 @@ PROMOTE_MIN = 20_000
 
 def _detect_changed(store: OverlayStore, detector: Detector, source_id: int, sync_no: int,
                     now: float, stats, space: list[int] | None, also: Iterable[int],
-                    affected: set[int] | None, mark_status: bool = False) -> int:
+                    affected: set[int] | None, mark_status: bool = False, live_changed: int | None = None) -> int:
     before = detector.comparisons
     space = sorted(set(space or []) | {source_id})
     vectors = _vector_cache(store, detector)
@@ -150,12 +153,17 @@ def _detect_changed(store: OverlayStore, detector: Detector, source_id: int, syn
     if encoder is not None:
         encoder.cache = store               # the pair encoder's answers too, by its model stamp
     saver = _Saver(store, now, affected, mark_status)
-    subjects = store.changed_subjects(source_id, sync_no, list(also))
-    if not subjects:
-        return 0
-    n_changed = store.count_changed(source_id, sync_no, live_only=True)
-    blocks = _scanned_blocks if n_changed >= SCAN_MIN_CHANGED else _queried_blocks
-    gathered = blocks(store, space, subjects, source_id, sync_no)
+    n_changed = store.count_changed(source_id, sync_no, live_only=True) if live_changed is None else live_changed
+    if n_changed >= SCAN_MIN_CHANGED:
+        # the scan tells a block with a changed live fact itself: only the subjects of the
+        # changed facts that are not live, and of `also`, are asked for
+        subjects = store.changed_subjects(source_id, sync_no, list(also), dead_only=True)
+        gathered = _scanned_blocks(store, space, subjects, source_id, sync_no)
+    else:
+        subjects = store.changed_subjects(source_id, sync_no, list(also))
+        if not subjects:
+            return 0
+        gathered = _queried_blocks(store, space, subjects, source_id, sync_no)
     stored = store.has_contradictions()
     kept = _kept_walks(detector)
 
@@ -309,20 +317,25 @@ def _queried_blocks(store: OverlayStore, space: list[int], subjects: set, source
         yield rows, _changed_of(rows, source_id, sync_no)
 
 
-def _scanned_blocks(store: OverlayStore, space: list[int], subjects: set, source_id: int, sync_no: int):
+def _scanned_blocks(store: OverlayStore, space: list[int], also: set, source_id: int, sync_no: int):
     """The same blocks from one pass over the space's live facts in subject order: memory
-    stays one block, and a subject with no changed fact is skipped."""
+    stays one block, and a block with no changed fact is skipped unless its subject is one
+    of ``also`` (those of changed facts that are not live, and of facts walked again)."""
     key: object = ()
     block: list = []
     for r in store.iter_subject_scan(space, SCAN_COLUMNS):
         k = r["subject"]
         if k != key:
-            if block and key in subjects:
-                yield block, _changed_of(block, source_id, sync_no)
+            if block:
+                changed = _changed_of(block, source_id, sync_no)
+                if changed or key in also:
+                    yield block, changed
             key, block = k, []
         block.append(r)
-    if block and key in subjects:
-        yield block, _changed_of(block, source_id, sync_no)
+    if block:
+        changed = _changed_of(block, source_id, sync_no)
+        if changed or key in also:
+            yield block, changed
 
 
 def stored_edges(edges: dict[tuple[int, int], Contradiction]) -> dict[tuple[int, int], tuple]:

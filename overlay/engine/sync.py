@@ -358,10 +358,11 @@ class SyncEngine:
                 if compare:
                     store.end_unchanged()
                 self._rescore_pending(source_id, as_of)
-                stats.changed = store.count_changed(source_id, sync_no)
+                stats.changed, live_changed = store.count_changed_live(source_id, sync_no)
                 stats.contradictions = self._contradictions(source_id, sync_no, replaced, now, stats,
                                                             None if read_all else touched, gone,
-                                                            space=self.subject_space(source, source_id))
+                                                            space=self.subject_space(source, source_id),
+                                                            live_changed=live_changed)
                 stats.rows_read = connector.rows_read - rows_before
                 if whole:
                     # every non-deleted fact was matched active and nothing was written: the live
@@ -1019,11 +1020,12 @@ class SyncEngine:
 
     def _contradictions(self, source_id: int, sync_no: int, replaced, now: float, stats: SyncStats,
                         touched: list[int] | None = None, deleted: list[int] | tuple = (),
-                        space: list[int] | None = None) -> int:
+                        space: list[int] | None = None, live_changed: int | None = None) -> int:
         """Judge changed facts again. `touched` (incremental) limits the status update to the
         facts this sync wrote or deleted and the facts they contradict; None recomputes all.
         `deleted`: facts this sync found deleted (their blocks are walked again); `space`:
-        the sources sharing this one's subjects (`subject_space`)."""
+        the sources sharing this one's subjects (`subject_space`); `live_changed`: the live
+        facts this sync changed, when counted already (store.count_changed_live)."""
         store = self.store
         had_any = store.has_contradictions()
         # the changed facts' ids are read only where they are used: a full read into an overlay
@@ -1037,8 +1039,9 @@ class SyncEngine:
             older, newer = store.fact_id(older_ref), store.fact_id(newer_ref)
             if older is not None and newer is not None:      # (counted when new, as the detector's are)
                 found += store.add_contradiction(older, newer, "value", 1.0, note, None, now)
-        if self.detector is None and self.detector_factory is not None \
-                and (deleted or store.count_changed(source_id, sync_no, live_only=True)):
+        if live_changed is None and (self.detector is not None or self.detector_factory is not None):
+            live_changed = store.count_changed(source_id, sync_no, live_only=True)
+        if self.detector is None and self.detector_factory is not None and (deleted or live_changed):
             self.detector, self.detector_factory = self.detector_factory(), None
         affected: set[int] = set()
         # a full recompute with nothing contradicted yet (a first audit): the detector marks
@@ -1049,7 +1052,7 @@ class SyncEngine:
             marked = touched is None and not store.has_contradictions() and not store.has_contradicted_status()
             found += detect_changed(store, self.detector, source_id, sync_no, now, stats,
                                     space=space, also=deleted,
-                                    affected=affected, mark_status=marked)
+                                    affected=affected, mark_status=marked, live_changed=live_changed)
         if touched is not None:
             ids = set(touched) | set(changed) | partners | affected
             store.apply_contradiction_status(fact_ids=sorted(ids | store.older_partners(ids)))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, Iterable, Iterator, NamedTuple
 
-from memwatch_overlay.core.vocab import LIVE_STATUSES
+from memwatch_overlay.core.vocab import LIVE_STATUSES, STATUSES
 from memwatch_overlay.overlay.store import postgres_dialect as overlay_db
 from memwatch_overlay.overlay.store.sqlhelpers import RepoBase, id_chunks, placeholders, plain_rows, scope
 
@@ -102,6 +102,7 @@ def _pg_pks(pks: list[str]) -> str:
 
 
 LIVE = "status IN (" + ", ".join(f"'{s}'" for s in LIVE_STATUSES) + ")"
+NOT_LIVE_STATUSES = tuple(s for s in STATUSES if s not in LIVE_STATUSES)     # deleted, forgotten
 ANY = object()   # find_facts(subject=ANY): every subject (None means "no subject")
 
 # Annotations ([[actions]] do = "annotate") of a fact's current content, as a JSON array.
@@ -315,6 +316,14 @@ class FactsRepo(RepoBase):
             f"SELECT count(*) FROM facts WHERE source_id = ? AND changed_sync = ?{live}",
             (source_id, sync_no)).fetchone()[0]
 
+    def count_changed_live(self, source_id: int, sync_no: int) -> tuple[int, int]:
+        """(count_changed, count_changed live_only) in one pass over the changed facts (a first
+        audit's million: 0.25 s each)."""
+        total, live = self.conn.execute(
+            f"SELECT count(*), sum(CASE WHEN {LIVE} THEN 1 ELSE 0 END) FROM facts "
+            f"WHERE source_id = ? AND changed_sync = ?", (source_id, sync_no)).fetchone()
+        return total, live or 0
+
     def changed_ids(self, source_id: int, sync_no: int) -> list[int]:
         return [r[0] for r in self.conn.execute(
             "SELECT id FROM facts WHERE source_id = ? AND changed_sync = ?", (source_id, sync_no))]
@@ -404,10 +413,20 @@ class FactsRepo(RepoBase):
             out += self.conn.execute(f"{FACT_SELECT} WHERE f.id IN ({placeholders(len(chunk))})", chunk).fetchall()
         return out
 
-    def changed_subjects(self, source_id: int, sync_no: int, also: list[int] | None = None) -> set:
-        """Subjects of the facts sync `sync_no` changed (live or not), and of the facts `also`."""
-        out = {r[0] for r in self.conn.execute(
-            "SELECT DISTINCT subject FROM facts WHERE source_id = ? AND changed_sync = ?", (source_id, sync_no))}
+    def changed_subjects(self, source_id: int, sync_no: int, also: list[int] | None = None,
+                         dead_only: bool = False) -> set:
+        """Subjects of the facts sync `sync_no` changed (live or not), and of the facts `also`.
+        `dead_only`: of the changed facts, only those that are not live (deleted, forgotten):
+        what a pass over the live facts cannot tell by itself (blocks.`_scanned_blocks`).
+        Those are read through facts_gc, which holds only facts that are not active (a first
+        audit's million changed facts are not read; `+` keeps facts_changed out of the plan)."""
+        if dead_only:
+            out = {r[0] for status in NOT_LIVE_STATUSES for r in self.conn.execute(
+                "SELECT DISTINCT subject FROM facts WHERE status = ? AND +source_id = ? AND +changed_sync = ?",
+                (status, source_id, sync_no))}
+        else:
+            out = {r[0] for r in self.conn.execute(
+                "SELECT DISTINCT subject FROM facts WHERE source_id = ? AND changed_sync = ?", (source_id, sync_no))}
         ids = list(also or [])
         for i in range(0, len(ids), 500):
             chunk = ids[i:i + 500]
