@@ -276,3 +276,36 @@ def test_the_subject_scan_reads_the_subject_index_in_order_when_no_other_source_
         assert "facts_block" in plan and "TEMP B-TREE" not in plan
     finally:
         overlay.close()
+
+
+def test_a_large_first_load_starts_its_walkers_before_the_load(tmp_path, monkeypatch):
+    """A staged first load with detection on starts the workers before it loads (they get
+    ready while the load runs) and walks its blocks in them: the same edges and statuses as
+    one process; the workers are stopped once the walks are back."""
+    from memwatch_overlay.overlay.engine import sync as sync_module
+    store = _store(tmp_path / "agent.db")
+    serial = _audit(store, tmp_path / "one.db", tmp_path, None)
+    monkeypatch.setattr(sync_module, "SQL_LOAD_MIN", 100)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN", 100)
+    seen = {}
+    real_load, real_walks, real_close = (sync_module.SyncEngine._load_staged, parallel.ParallelWalks.walks,
+                                         parallel.ParallelWalks.close)
+
+    def load(self, *args, **kw):
+        seen["walkers at the load"] = self._walkers
+        return real_load(self, *args, **kw)
+
+    def walks(self, gathered, **kw):
+        seen["walked by"] = self
+        yield from real_walks(self, gathered, **kw)
+    def close(self, wait=True):
+        seen.setdefault("closed", []).append((self, wait))
+        real_close(self, wait)
+    monkeypatch.setattr(sync_module.SyncEngine, "_load_staged", load)
+    monkeypatch.setattr(parallel.ParallelWalks, "walks", walks)
+    monkeypatch.setattr(parallel.ParallelWalks, "close", close)
+    two = _audit(store, tmp_path / "two.db", tmp_path, 2)
+    started = seen["walkers at the load"]
+    assert isinstance(started, parallel.ParallelWalks) and seen["walked by"] is started
+    assert two == serial and len(serial[0]) > 300
+    assert seen["closed"] == [(started, False)]     # stopped once the walks were back, not waited for

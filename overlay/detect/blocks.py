@@ -89,7 +89,7 @@ MAX_SEMANTIC = 32
 def detect_changed(store: OverlayStore, detector: Detector, source_id: int, sync_no: int,
                    now: float, stats=None, space: list[int] | None = None,
                    also: Iterable[int] = (), affected: set[int] | None = None, mark_status: bool = False,
-                   live_changed: int | None = None) -> int:
+                   live_changed: int | None = None, walkers: parallel.ParallelWalks | None = None) -> int:
     """Walk again every block holding a fact this sync changed; persist what is found.
 
     ``space``: ids of the sources whose subjects are this source's (default: the source
@@ -100,11 +100,12 @@ def detect_changed(store: OverlayStore, detector: Detector, source_id: int, sync
     is stored (both facts are live: a block is), which leaves every status exact, and the
     caller's pass over every fact (apply_contradiction_status) is not needed.
     ``live_changed``: the live facts this sync changed, when the caller has counted them.
-    Returns how many edges were stored anew.
+    ``walkers``: worker processes the caller started (and closes), used when the blocks are
+    walked in workers. Returns how many edges were stored anew.
     """
     with _collector_paused():
         return _detect_changed(store, detector, source_id, sync_no, now, stats, space, also, affected, mark_status,
-                               live_changed)
+                               live_changed, walkers)
 
 
 @contextmanager
@@ -142,7 +143,8 @@ PROMOTE_MIN = 20_000
 
 def _detect_changed(store: OverlayStore, detector: Detector, source_id: int, sync_no: int,
                     now: float, stats, space: list[int] | None, also: Iterable[int],
-                    affected: set[int] | None, mark_status: bool = False, live_changed: int | None = None) -> int:
+                    affected: set[int] | None, mark_status: bool = False, live_changed: int | None = None,
+                    walkers: parallel.ParallelWalks | None = None) -> int:
     before = detector.comparisons
     space = sorted(set(space or []) | {source_id})
     vectors = _vector_cache(store, detector)
@@ -193,7 +195,9 @@ def _detect_changed(store: OverlayStore, detector: Detector, source_id: int, syn
     if workers > 1:
         # a block a daemon would keep the walk of is walked here (its next new memory is then
         # one step); the many small ones in the workers, in the order gathered
-        with parallel.ParallelWalks(detector, workers) as pool:
+        pool = walkers if walkers is not None else parallel.ParallelWalks(detector, workers)
+        pool_before = pool.comparisons
+        try:
             for block, changed_ids, edges, confirms in pool.walks(gathered, here=lambda b: len(b) >= KEEP_WALK_MIN):
                 if edges is None:
                     walk_here(block, changed_ids)
@@ -201,9 +205,15 @@ def _detect_changed(store: OverlayStore, detector: Detector, source_id: int, syn
                 saver.replace_block(block, edges, stored)
                 for older, at in confirms:
                     saver.confirm(older, at)
+        except BaseException:
+            if walkers is None:
+                pool.close()
+            raise
+        if walkers is None:
+            pool.close(wait=False)      # every walk is back: the workers exit while the sync goes on
         saver.flush()
         if stats is not None:
-            stats.comparisons += detector.comparisons - before + pool.comparisons
+            stats.comparisons += detector.comparisons - before + pool.comparisons - pool_before
         return saver.found
     if n_changed >= SCAN_MIN_CHANGED:
         gathered = _topics_in_batches(gathered, detector)

@@ -134,6 +134,8 @@ class SyncEngine:
         # guard(store, source_name) -> context manager entered inside each sync's transaction
         # (overlay/store/leases.py fences a sync with the source's lease); None: no guard.
         self.guard: Callable | None = None
+        # the detection's worker processes, started before a large first load (_start_walkers)
+        self._walkers = None
 
     # -- what the facts were computed from ------------------------------------------------
     def fingerprint(self, source: SourceConfig) -> str:
@@ -294,6 +296,8 @@ class SyncEngine:
                 # compared in SQL first (_set_compare); a first one staged in SQL
                 fast = self._set_compare(source, connector, spec, fingerprint, snapshot)
                 load = self._stage_load(source, connector, spec) if fast is None else None
+                if load is not None:
+                    self._start_walkers(load.staged.rows)
             elif snapshot is not None:
                 fast = self._snapshot_answer(source, connector, snapshot, fingerprint)
             guard = self.guard(store, source.name) if self.guard else contextlib.nullcontext()
@@ -379,6 +383,7 @@ class SyncEngine:
         finally:
             if load is not None:     # (a rollback after the load would keep its TEMP tables)
                 store.drop_staged()
+            self._stop_walkers()
             if own:
                 connector.close()
         stats.warnings = connector.warnings[warned:]
@@ -780,6 +785,26 @@ class SyncEngine:
         made.update((rid, fact_row(rec, None, category)) for rid, rec, category in categorised)
         return made
 
+    def _start_walkers(self, rows: int) -> None:
+        """Before a first load of `rows` rows with detection on: the detection's worker
+        processes, if it will have any, started now (each imports the package and builds its
+        detector, about half a second), while the load's two threads leave a core partly
+        idle; detect_changed would start them only once the load is done."""
+        if self.detector is None and self.detector_factory is None:
+            return
+        from memwatch_overlay.overlay.detect import parallel
+        if self.detector is None:
+            self.detector, self.detector_factory = self.detector_factory(), None
+        workers = parallel.workers_for(self.detector, rows, getattr(self.detector, "workers", None))
+        if workers > 1:
+            self._walkers = parallel.ParallelWalks(self.detector, workers)
+            self._walkers.start()
+
+    def _stop_walkers(self, wait: bool = True) -> None:
+        if self._walkers is not None:
+            walkers, self._walkers = self._walkers, None
+            walkers.close(wait)
+
     def _bulk_drop(self, rows: int, fresh: bool) -> list[str] | None:
         """The indexes a bulk load of `rows` facts drops now, as the SQL that rebuilds them:
         FRESH_INDEXES into an overlay holding no fact yet (`fresh`), BULK_INDEXES for BULK_MIN
@@ -1052,7 +1077,9 @@ class SyncEngine:
             marked = touched is None and not store.has_contradictions() and not store.has_contradicted_status()
             found += detect_changed(store, self.detector, source_id, sync_no, now, stats,
                                     space=space, also=deleted,
-                                    affected=affected, mark_status=marked, live_changed=live_changed)
+                                    affected=affected, mark_status=marked, live_changed=live_changed,
+                                    walkers=self._walkers)
+            self._stop_walkers(wait=False)      # every walk is back
         if touched is not None:
             ids = set(touched) | set(changed) | partners | affected
             store.apply_contradiction_status(fact_ids=sorted(ids | store.older_partners(ids)))
