@@ -91,3 +91,33 @@ def test_a_paged_read_generates_each_page_statement_once(tmp_path, monkeypatch):
     assert texts == [f"works at Acme {i}" for i in range(1, 1051)]
     paged = [s for s in made if "LIMIT 100" in s]
     assert len(paged) == 2 and connector.rows_read == 1050   # the first page's and the rest's
+
+
+def test_an_audits_log_is_copied_into_the_file_in_the_background(tmp_path, monkeypatch):
+    """The sync's commit copies nothing into the overlay file (no autocheckpoint); a thread
+    of its own does, while the audit goes on to its summary, and close() waits for it: then
+    the file alone (the log ignored) holds every fact, and no log is left."""
+    from memwatch_overlay.overlay.engine.sync import SyncEngine
+    store = tmp_path / "bot.db"
+    make_store(store, 2000)
+    overlay = tmp_path / "overlay.db"
+    during = []
+    real = SyncEngine.sync
+    monkeypatch.setattr(SyncEngine, "sync", lambda self, *a, **k: during.append(
+        self.store.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]) or real(self, *a, **k))
+
+    def in_the_file() -> int:
+        conn = sqlite3.connect(f"file:{overlay}?mode=ro&immutable=1", uri=True)     # the log not read
+        try:
+            return conn.execute("SELECT count(*) FROM facts").fetchone()[0]
+        finally:
+            conn.close()
+    result = audit(config=config_for(store, False), as_of=AS_OF, overlay_path=str(overlay))
+    try:
+        assert during == [0]
+        assert result.store._checkpointer is not None
+        result.store._checkpointer.join()
+        assert in_the_file() == result.summary["total"] == 2000
+    finally:
+        result.close()
+    assert not Path(f"{overlay}-wal").exists() and in_the_file() == 2000

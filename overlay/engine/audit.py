@@ -395,6 +395,7 @@ def audit(target: str | None = None, config: Config | None = None, *, as_of: flo
             else:                           # a pack, embeddings or a judge: their errors come first
                 detector = make_detector(cfg)
         engine = SyncEngine(store, cfg, detector=detector, detector_factory=factory)
+        store.defer_checkpoints()       # copied into the file while the summary and the report are made
         stats = []
         for source in sources:
             progress = None
@@ -404,6 +405,7 @@ def audit(target: str | None = None, config: Config | None = None, *, as_of: flo
                 on_progress(source.name, 0, total=estimate(source))
                 progress = (lambda n, phase=None, name=source.name: on_progress(name, n, phase=phase))
             stats.append(engine.sync(source, as_of=as_of, full=True, on_progress=progress))
+        store.checkpoint_in_background()
         ids = [store.source_row(s.name)["id"] for s in sources]
         summary = rescore_and_summarize(store, engine, as_of, ids)
         result = AuditResult(store, engine, as_of, ids, sources,

@@ -22,6 +22,7 @@ store from outside it. No module outside this package runs SQL on the overlay
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
 
 from memwatch_overlay.core.errors import OverlayError
@@ -58,6 +59,7 @@ class OverlayStore(SchemaRepo, SourcesRepo, FactsRepo, CompareRepo, BulkLoadRepo
     postgresql:// DSN (overlay/store/postgres_dialect.py runs the same statements there)."""
 
     path: Path | str    # the file, or the DSN (reopened by path)
+    _checkpointer: threading.Thread | None = None      # checkpoint_in_background()
 
     def __init__(self, path: str | Path):
         if overlay_db.is_dsn(path):
@@ -94,7 +96,40 @@ class OverlayStore(SchemaRepo, SourcesRepo, FactsRepo, CompareRepo, BulkLoadRepo
             self.conn.close()
             raise
 
+    def defer_checkpoints(self) -> None:
+        """SQLite: a commit no longer copies the write-ahead log into the database file
+        (`wal_autocheckpoint` 0) until checkpoint_in_background() does it beside what comes
+        next, or close() does (the last connection closed checkpoints what is left).
+
+        A one-shot audit's first load writes the whole overlay into the log (about 250 MB
+        at 1M facts) and its commit then copied it all, alone: 0.7-1.4 s."""
+        if self.dialect == "sqlite":
+            self.conn.execute("PRAGMA wal_autocheckpoint = 0")
+
+    def checkpoint_in_background(self) -> None:
+        """SQLite: copy the log into the database file from a connection of its own, in a
+        thread (sqlite releases the GIL), while this connection reads and writes on (a
+        passive checkpoint waits for no one). close() waits for it."""
+        if self.dialect != "sqlite" or self._checkpointer is not None:
+            return
+        path = str(self.path)
+
+        def checkpoint() -> None:
+            try:
+                conn = sqlite3.connect(path, timeout=30.0)
+                try:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                finally:
+                    conn.close()
+            except sqlite3.Error:
+                pass        # close() checkpoints what is left
+        self._checkpointer = threading.Thread(target=checkpoint, name="memwatch-checkpoint")
+        self._checkpointer.start()
+
     def close(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.join()
+            self._checkpointer = None
         self.conn.close()
 
     def __enter__(self):
