@@ -134,6 +134,12 @@ def test_a_block_whose_only_change_is_a_deletion_is_walked_again_on_either_path(
             assert overlay.count_changed_live(sid, sync_no) == (
                 overlay.count_changed(sid, sync_no), overlay.count_changed(sid, sync_no, live_only=True))
             assert overlay.changed_subjects(sid, sync_no, [oslo], dead_only=True) == {"u3"}
+            asked: list[str] = []           # the facts that are not live, read through facts_gc alone
+            overlay.conn.set_trace_callback(asked.append)
+            overlay.changed_subjects(sid, sync_no, dead_only=True)
+            overlay.conn.set_trace_callback(None)
+            assert asked and all("facts_gc" in " ".join(r[3] for r in overlay.conn.execute("EXPLAIN QUERY PLAN " + q))
+                                 for q in asked)
             assert not overlay.conn.execute("SELECT 1 FROM contradictions WHERE newer_id = ?", (oslo,)).fetchall()
             back = {r[0] for r in overlay.conn.execute(
                 f"SELECT id FROM facts WHERE id IN ({', '.join('?' * len(outdated))}) AND status = 'active'",

@@ -421,9 +421,10 @@ class FactsRepo(RepoBase):
         Those are read through facts_gc, which holds only facts that are not active (a first
         audit's million changed facts are not read; `+` keeps facts_changed out of the plan)."""
         if dead_only:
+            # (each status spelt out: the planner sees at once that facts_gc's condition holds)
             out = {r[0] for status in NOT_LIVE_STATUSES for r in self.conn.execute(
-                "SELECT DISTINCT subject FROM facts WHERE status = ? AND +source_id = ? AND +changed_sync = ?",
-                (status, source_id, sync_no))}
+                f"SELECT DISTINCT subject FROM facts WHERE status = '{status}' AND +source_id = ? "
+                f"AND +changed_sync = ?", (source_id, sync_no))}
         else:
             out = {r[0] for r in self.conn.execute(
                 "SELECT DISTINCT subject FROM facts WHERE source_id = ? AND changed_sync = ?", (source_id, sync_no))}
