@@ -33,7 +33,8 @@ import gc
 import sqlite3
 from collections import defaultdict
 from contextlib import contextmanager
-from itertools import islice
+from itertools import groupby, islice
+from operator import itemgetter
 from typing import Iterable
 
 from memwatch_overlay.overlay.detect import parallel
@@ -331,20 +332,10 @@ def _scanned_blocks(store: OverlayStore, space: list[int], also: set, source_id:
     """The same blocks from one pass over the space's live facts in subject order: memory
     stays one block, and a block with no changed fact is skipped unless its subject is one
     of ``also`` (those of changed facts that are not live, and of facts walked again)."""
-    key: object = ()
-    block: list = []
-    for r in store.iter_subject_scan(space, SCAN_COLUMNS):
-        k = r["subject"]
-        if k != key:
-            if block:
-                changed = _changed_of(block, source_id, sync_no)
-                if changed or key in also:
-                    yield block, changed
-            key, block = k, []
-        block.append(r)
-    if block:
+    for subject, rows in groupby(store.iter_subject_scan(space, SCAN_COLUMNS), key=itemgetter("subject")):
+        block = list(rows)
         changed = _changed_of(block, source_id, sync_no)
-        if changed or key in also:
+        if changed or subject in also:
             yield block, changed
 
 
