@@ -121,3 +121,25 @@ def test_an_audits_log_is_copied_into_the_file_in_the_background(tmp_path, monke
     finally:
         result.close()
     assert not Path(f"{overlay}-wal").exists() and in_the_file() == 2000
+
+
+def test_an_audit_syncs_with_a_wider_page_cache_than_a_plain_store(tmp_path, monkeypatch):
+    """The audit's connection may cache AUDIT_PAGE_CACHE_KB of pages while it syncs (a walk
+    reads and marks facts in subject order, not the file's); a store opened for anything
+    else keeps SQLite's default."""
+    from memwatch_overlay.overlay.engine.sync import SyncEngine
+    from memwatch_overlay.overlay.store.database import AUDIT_PAGE_CACHE_KB
+    store = tmp_path / "bot.db"
+    make_store(store, 50)
+    overlay = tmp_path / "overlay.db"
+    during = []
+    real = SyncEngine.sync
+    monkeypatch.setattr(SyncEngine, "sync", lambda self, *a, **k: during.append(
+        self.store.conn.execute("PRAGMA cache_size").fetchone()[0]) or real(self, *a, **k))
+    audit(config=config_for(store, True), as_of=AS_OF, overlay_path=str(overlay)).close()
+    assert during == [-AUDIT_PAGE_CACHE_KB]
+    plain = OverlayStore(str(overlay))
+    try:
+        assert plain.conn.execute("PRAGMA cache_size").fetchone()[0] == -2000
+    finally:
+        plain.close()

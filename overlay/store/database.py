@@ -52,6 +52,9 @@ from memwatch_overlay.overlay.store.sqlhelpers import split_sql as _split_sql  #
 from memwatch_overlay.overlay.store.vectors import VectorsRepo
 from memwatch_overlay.overlay.store.verdicts import VerdictsRepo
 
+# The pages a one-shot audit's connection may cache, in KB (widen_page_cache)
+AUDIT_PAGE_CACHE_KB = 65536
+
 
 class OverlayStore(SchemaRepo, SourcesRepo, FactsRepo, CompareRepo, BulkLoadRepo, ScoresRepo, PlainRescoreRepo,
                    ReportsRepo, ContradictionsRepo, VectorsRepo, VerdictsRepo, RunsRepo):
@@ -105,6 +108,16 @@ class OverlayStore(SchemaRepo, SourcesRepo, FactsRepo, CompareRepo, BulkLoadRepo
         at 1M facts) and its commit then copied it all, alone: 0.7-1.4 s."""
         if self.dialect == "sqlite":
             self.conn.execute("PRAGMA wal_autocheckpoint = 0")
+
+    def widen_page_cache(self) -> None:
+        """SQLite: let this connection keep up to AUDIT_PAGE_CACHE_KB of pages (the default is
+        2 MB). A one-shot audit of a large store reads the facts of each subject through the
+        subject index and marks what a walk outdated, both in subject order, not the file's:
+        with the default cache nearly every such row is a page read again from the log or the
+        file (1M facts with detection on: about 2.4 s less CPU in the sync's process). Pages
+        are cached only as they are read, so a small overlay costs no more memory."""
+        if self.dialect == "sqlite":
+            self.conn.execute(f"PRAGMA cache_size = -{AUDIT_PAGE_CACHE_KB}")
 
     def checkpoint_in_background(self) -> None:
         """SQLite: copy the log into the database file from a connection of its own, in a
