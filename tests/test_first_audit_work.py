@@ -123,23 +123,29 @@ def test_an_audits_log_is_copied_into_the_file_in_the_background(tmp_path, monke
     assert not Path(f"{overlay}-wal").exists() and in_the_file() == 2000
 
 
-def test_an_audit_syncs_with_a_wider_page_cache_than_a_plain_store(tmp_path, monkeypatch):
-    """The audit's connection may cache AUDIT_PAGE_CACHE_KB of pages while it syncs (a walk
-    reads and marks facts in subject order, not the file's); a store opened for anything
-    else keeps SQLite's default."""
+def test_a_walk_of_many_changed_facts_runs_with_a_wider_page_cache_and_gives_it_back(tmp_path, monkeypatch):
+    """The walk's subject scan (SCAN_MIN_CHANGED changed facts or more) runs with
+    WALK_PAGE_CACHE_KB of page cache; the load before it, and the connection after it, keep
+    SQLite's default (a wider cache made a large load slower and larger)."""
+    from memwatch_overlay.overlay.detect import blocks
     from memwatch_overlay.overlay.engine.sync import SyncEngine
-    from memwatch_overlay.overlay.store.database import AUDIT_PAGE_CACHE_KB
+    from memwatch_overlay.overlay.store.database import WALK_PAGE_CACHE_KB
     store = tmp_path / "bot.db"
-    make_store(store, 50)
+    make_store(store, blocks.SCAN_MIN_CHANGED + 100)
     overlay = tmp_path / "overlay.db"
-    during = []
-    real = SyncEngine.sync
-    monkeypatch.setattr(SyncEngine, "sync", lambda self, *a, **k: during.append(
-        self.store.conn.execute("PRAGMA cache_size").fetchone()[0]) or real(self, *a, **k))
-    audit(config=config_for(store, True), as_of=AS_OF, overlay_path=str(overlay)).close()
-    assert during == [-AUDIT_PAGE_CACHE_KB]
-    plain = OverlayStore(str(overlay))
+    loading, walking = [], []
+    real_sync, real_scan = SyncEngine.sync, blocks._scanned_blocks
+    monkeypatch.setattr(SyncEngine, "sync", lambda self, *a, **k: loading.append(
+        self.store.conn.execute("PRAGMA cache_size").fetchone()[0]) or real_sync(self, *a, **k))
+
+    def scanned(store, *a):
+        walking.append(store.conn.execute("PRAGMA cache_size").fetchone()[0])
+        return real_scan(store, *a)
+    monkeypatch.setattr(blocks, "_scanned_blocks", scanned)
+    result = audit(config=config_for(store, True), as_of=AS_OF, overlay_path=str(overlay))
     try:
-        assert plain.conn.execute("PRAGMA cache_size").fetchone()[0] == -2000
+        assert loading == [-2000] and walking == [-WALK_PAGE_CACHE_KB]
+        assert result.store.conn.execute("PRAGMA cache_size").fetchone()[0] == -2000
+        assert result.summary["total"] == blocks.SCAN_MIN_CHANGED + 100
     finally:
-        plain.close()
+        result.close()

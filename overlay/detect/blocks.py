@@ -32,7 +32,7 @@ from __future__ import annotations
 import gc
 import sqlite3
 from collections import defaultdict
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from itertools import groupby, islice
 from operator import itemgetter
 from typing import Iterable
@@ -104,7 +104,11 @@ def detect_changed(store: OverlayStore, detector: Detector, source_id: int, sync
     ``walkers``: worker processes the caller started (and closes), used when the blocks are
     walked in workers. Returns how many edges were stored anew.
     """
-    with _collector_paused():
+    if live_changed is None:
+        live_changed = store.count_changed(source_id, sync_no, live_only=True)
+    # the scan of many changed facts reads and marks them in subject order (OverlayStore.wider_page_cache)
+    cache = store.wider_page_cache() if live_changed >= SCAN_MIN_CHANGED else nullcontext()
+    with _collector_paused(), cache:
         return _detect_changed(store, detector, source_id, sync_no, now, stats, space, also, affected, mark_status,
                                live_changed, walkers)
 
@@ -144,8 +148,8 @@ PROMOTE_MIN = 20_000
 
 def _detect_changed(store: OverlayStore, detector: Detector, source_id: int, sync_no: int,
                     now: float, stats, space: list[int] | None, also: Iterable[int],
-                    affected: set[int] | None, mark_status: bool = False, live_changed: int | None = None,
-                    walkers: parallel.ParallelWalks | None = None) -> int:
+                    affected: set[int] | None, mark_status: bool, live_changed: int,
+                    walkers: parallel.ParallelWalks | None) -> int:
     before = detector.comparisons
     space = sorted(set(space or []) | {source_id})
     vectors = _vector_cache(store, detector)
@@ -156,8 +160,7 @@ def _detect_changed(store: OverlayStore, detector: Detector, source_id: int, syn
     if encoder is not None:
         encoder.cache = store               # the pair encoder's answers too, by its model stamp
     saver = _Saver(store, now, affected, mark_status)
-    n_changed = store.count_changed(source_id, sync_no, live_only=True) if live_changed is None else live_changed
-    if n_changed >= SCAN_MIN_CHANGED:
+    if live_changed >= SCAN_MIN_CHANGED:
         # the scan tells a block with a changed live fact itself: only the subjects of the
         # changed facts that are not live, and of `also`, are asked for
         subjects = store.changed_subjects(source_id, sync_no, list(also), dead_only=True)
@@ -192,7 +195,7 @@ def _detect_changed(store: OverlayStore, detector: Detector, source_id: int, syn
             while len(kept) > KEEP_WALKS:
                 kept.pop(next(iter(kept)))
 
-    workers = parallel.workers_for(detector, n_changed, getattr(detector, "workers", None))
+    workers = parallel.workers_for(detector, live_changed, getattr(detector, "workers", None))
     if workers > 1:
         # a block a daemon would keep the walk of is walked here (its next new memory is then
         # one step); the many small ones in the workers, in the order gathered
@@ -216,7 +219,7 @@ def _detect_changed(store: OverlayStore, detector: Detector, source_id: int, syn
         if stats is not None:
             stats.comparisons += detector.comparisons - before + pool.comparisons - pool_before
         return saver.found
-    if n_changed >= SCAN_MIN_CHANGED:
+    if live_changed >= SCAN_MIN_CHANGED:
         gathered = _topics_in_batches(gathered, detector)
     if vectors is not None:
         gathered = _embedded_in_batches(gathered, vectors, detector)

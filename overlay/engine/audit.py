@@ -396,7 +396,6 @@ def audit(target: str | None = None, config: Config | None = None, *, as_of: flo
                 detector = make_detector(cfg)
         engine = SyncEngine(store, cfg, detector=detector, detector_factory=factory)
         store.defer_checkpoints()       # copied into the file while the summary and the report are made
-        store.widen_page_cache()
         stats = []
         for source in sources:
             progress = None
