@@ -25,6 +25,7 @@ import sqlite3
 import threading
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Iterator
 
 from memwatch_overlay.core.errors import OverlayError
 from memwatch_overlay.core.redact import redact_dsn
