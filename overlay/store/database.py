@@ -118,7 +118,7 @@ class OverlayStore(SchemaRepo, SourcesRepo, FactsRepo, CompareRepo, BulkLoadRepo
         default is 2 MB), then as it was. A walk of many changed facts reads them through the
         subject index and marks what it outdated, both in subject order, not the file's: with
         the default cache nearly every such row is a page read again from the log or the
-        file (1M facts: about 2 s less CPU in the sync's process). Not for a load: a wider
+        file (1M facts: 0.9-1.5 s less CPU in the sync's process). Not for a load: a wider
         cache made a 1M first load slower (0.4-1.2 s in three pairs) and 110 MB larger."""
         if self.dialect != "sqlite":
             yield
