@@ -201,3 +201,19 @@ def test_index_builds_after_a_load_sort_with_helper_threads_and_put_the_setting_
         assert raised[0] < builds[0] and builds[-1] < restored[-1]
         assert overlay.conn.execute("PRAGMA threads").fetchone()[0] == before
         assert _index_entries(overlay.conn, "facts_block") == 2000
+
+
+def test_a_setting_changed_for_a_block_is_put_back_when_the_block_fails(tmp_path):
+    """sqlhelpers.pragma_for (create_indexes' sort threads, a walk's page cache): the value
+    holds inside the block and the connection's own comes back, also after an error."""
+    import sqlite3
+
+    from memwatch_overlay.overlay.store.sqlhelpers import pragma_for
+    conn = sqlite3.connect(tmp_path / "x.db")
+    before = conn.execute("PRAGMA cache_size").fetchone()[0]
+    with pytest.raises(ZeroDivisionError):
+        with pragma_for(conn, "cache_size", -4096):
+            assert conn.execute("PRAGMA cache_size").fetchone()[0] == -4096
+            1 / 0
+    assert conn.execute("PRAGMA cache_size").fetchone()[0] == before != -4096
+    conn.close()

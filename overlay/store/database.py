@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
@@ -49,7 +49,7 @@ from memwatch_overlay.overlay.store.runs import RunsRepo
 from memwatch_overlay.overlay.store.schema import MIGRATION_LOCK, SchemaRepo  # noqa: F401
 from memwatch_overlay.overlay.store.scores import DUE_WHERE, SCORE_INPUTS, ScoresRepo, ScoreUpdate  # noqa: F401
 from memwatch_overlay.overlay.store.sources import SourcesRepo
-from memwatch_overlay.overlay.store.sqlhelpers import Transaction
+from memwatch_overlay.overlay.store.sqlhelpers import Transaction, pragma_for
 from memwatch_overlay.overlay.store.sqlhelpers import split_sql as _split_sql  # noqa: F401
 from memwatch_overlay.overlay.store.vectors import VectorsRepo
 from memwatch_overlay.overlay.store.verdicts import VerdictsRepo
@@ -123,13 +123,8 @@ class OverlayStore(SchemaRepo, SourcesRepo, FactsRepo, CompareRepo, BulkLoadRepo
         if self.dialect != "sqlite":
             yield
             return
-        before = int(self.conn.execute("PRAGMA cache_size").fetchone()[0])
-        self.conn.execute(f"PRAGMA cache_size = -{int(kb)}")
-        try:
+        with pragma_for(self.conn, "cache_size", -kb):
             yield
-        finally:
-            with suppress(sqlite3.Error):    # a connection that broke fails the sync on its own
-                self.conn.execute(f"PRAGMA cache_size = {before}")
 
     def checkpoint_in_background(self) -> None:
         """SQLite: copy the log into the database file from a connection of its own, in a

@@ -12,7 +12,7 @@ from typing import Any, Iterable, Iterator, NamedTuple
 
 from memwatch_overlay.core.vocab import LIVE_STATUSES, STATUSES
 from memwatch_overlay.overlay.store import postgres_dialect as overlay_db
-from memwatch_overlay.overlay.store.sqlhelpers import RepoBase, id_chunks, placeholders, plain_rows, scope
+from memwatch_overlay.overlay.store.sqlhelpers import RepoBase, id_chunks, placeholders, plain_rows, pragma_for, scope
 
 
 class FactRow(NamedTuple):
@@ -181,13 +181,9 @@ class FactsRepo(RepoBase):
         drop_bulk_indexes() drops nothing, so there is nothing to build.)"""
         if not statements:
             return
-        before = self.conn.execute("PRAGMA threads").fetchone()[0]
-        self.conn.execute(f"PRAGMA threads = {SORT_THREADS}")
-        try:
+        with pragma_for(self.conn, "threads", SORT_THREADS):
             for sql in statements:
                 self.conn.execute(sql)
-        finally:
-            self.conn.execute(f"PRAGMA threads = {int(before)}")
 
     def max_fact_id(self) -> int:
         return self.conn.execute("SELECT coalesce(max(id), 0) FROM facts").fetchone()[0]

@@ -1,9 +1,10 @@
 """Small pieces of SQL plumbing the overlay's repositories share: scoping a statement to
-some ids, splitting a migration into statements, and transactions on an autocommit
-connection."""
+some ids, splitting a migration into statements, transactions on an autocommit
+connection, and a SQLite setting changed for a block."""
 from __future__ import annotations
 
 import sqlite3
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 
@@ -31,6 +32,18 @@ def scope(column: str, ids: list[int] | None) -> tuple[str, tuple]:
 
 
 ID_CHUNK = 900     # ids per `IN (…)`: well under SQLite's bound-variable limit
+
+
+@contextmanager
+def pragma_for(conn, name: str, value: int) -> Iterator[None]:
+    """SQLite: PRAGMA `name` = `value` (an integer setting: threads, cache_size) while the
+    block runs, then the value it had."""
+    before = int(conn.execute(f"PRAGMA {name}").fetchone()[0])
+    conn.execute(f"PRAGMA {name} = {int(value)}")
+    try:
+        yield
+    finally:
+        conn.execute(f"PRAGMA {name} = {before}")
 
 
 def placeholders(n: int) -> str:
