@@ -35,7 +35,7 @@ from collections import defaultdict
 from contextlib import contextmanager, nullcontext
 from itertools import groupby, islice
 from operator import itemgetter
-from typing import Iterable
+from typing import Callable, Iterable
 
 from memwatch_overlay.overlay.detect import parallel
 from memwatch_overlay.overlay.detect.detector import Contradiction, Detector, FactView
@@ -90,7 +90,8 @@ MAX_SEMANTIC = 32
 def detect_changed(store: OverlayStore, detector: Detector, source_id: int, sync_no: int,
                    now: float, stats=None, space: list[int] | None = None,
                    also: Iterable[int] = (), affected: set[int] | None = None, mark_status: bool = False,
-                   live_changed: int | None = None, walkers: parallel.ParallelWalks | None = None) -> int:
+                   live_changed: int | None = None, walkers: parallel.ParallelWalks | None = None,
+                   progress: Callable[[int, int], None] | None = None) -> int:
     """Walk again every block holding a fact this sync changed; persist what is found.
 
     ``space``: ids of the sources whose subjects are this source's (default: the source
@@ -102,7 +103,10 @@ def detect_changed(store: OverlayStore, detector: Detector, source_id: int, sync
     caller's pass over every fact (apply_contradiction_status) is not needed.
     ``live_changed``: the live facts this sync changed, when the caller has counted them.
     ``walkers``: worker processes the caller started (and closes), used when the blocks are
-    walked in workers. Returns how many edges were stored anew.
+    walked in workers. ``progress(done, total)``: called as blocks are stored, with how
+    many of the ``total`` live changed facts are in the blocks stored so far (``done`` ends
+    at ``total``; a first audit of a million facts walks for a minute). Returns how many
+    edges were stored anew.
     """
     if live_changed is None:
         live_changed = store.count_changed(source_id, sync_no, live_only=True)
@@ -110,7 +114,7 @@ def detect_changed(store: OverlayStore, detector: Detector, source_id: int, sync
     cache = store.wider_page_cache() if live_changed >= SCAN_MIN_CHANGED else nullcontext()
     with _collector_paused(), cache:
         return _detect_changed(store, detector, source_id, sync_no, now, stats, space, also, affected, mark_status,
-                               live_changed, walkers)
+                               live_changed, walkers, _WalkProgress(progress, live_changed))
 
 
 @contextmanager
@@ -149,7 +153,7 @@ PROMOTE_MIN = 20_000
 def _detect_changed(store: OverlayStore, detector: Detector, source_id: int, sync_no: int,
                     now: float, stats, space: list[int] | None, also: Iterable[int],
                     affected: set[int] | None, mark_status: bool, live_changed: int,
-                    walkers: parallel.ParallelWalks | None) -> int:
+                    walkers: parallel.ParallelWalks | None, done: "_WalkProgress") -> int:
     before = detector.comparisons
     space = sorted(set(space or []) | {source_id})
     vectors = _vector_cache(store, detector)
@@ -174,6 +178,7 @@ def _detect_changed(store: OverlayStore, detector: Detector, source_id: int, syn
     kept = _kept_walks(detector)
 
     def walk_here(block: list, changed_ids: set[int]) -> None:
+        done.add(changed_ids)
         if len(block) < 2:          # a fact alone in its block has nothing to contradict
             saver.replace_block(block, {}, stored)
             return
@@ -206,6 +211,7 @@ def _detect_changed(store: OverlayStore, detector: Detector, source_id: int, syn
                 if edges is None:
                     walk_here(block, changed_ids)
                     continue
+                done.add(changed_ids)
                 saver.replace_block(block, edges, stored)
                 for older, at in confirms:
                     saver.confirm(older, at)
@@ -216,6 +222,7 @@ def _detect_changed(store: OverlayStore, detector: Detector, source_id: int, syn
         if walkers is None:
             pool.close(wait=False)      # every walk is back: the workers exit while the sync goes on
         saver.flush()
+        done.finish()
         if stats is not None:
             stats.comparisons += detector.comparisons - before + pool.comparisons - pool_before
         return saver.found
@@ -226,9 +233,31 @@ def _detect_changed(store: OverlayStore, detector: Detector, source_id: int, syn
     for block, changed_ids in gathered:
         walk_here(block, changed_ids)
     saver.flush()
+    done.finish()
     if stats is not None:
         stats.comparisons += detector.comparisons - before
     return saver.found
+
+
+class _WalkProgress:
+    """How far a detect_changed has come, for its caller's ``progress(done, total)``: the live
+    changed facts in the blocks walked so far, of ``total``. A block's changed ids may
+    include facts that are not live (deleted this sync), so ``done`` is held at ``total``."""
+
+    __slots__ = ("report", "total", "done")
+
+    def __init__(self, report: Callable[[int, int], None] | None, total: int):
+        self.report, self.total, self.done = report, total, 0
+
+    def add(self, changed_ids: set[int]) -> None:
+        if self.report is not None and changed_ids:
+            self.done = min(self.total, self.done + len(changed_ids))
+            self.report(self.done, self.total)
+
+    def finish(self) -> None:
+        """Every block is stored: the count is the total (a last call, whatever came before)."""
+        if self.report is not None and self.total:
+            self.report(self.total, self.total)
 
 
 # A daemon keeps the walks of its largest recently changed blocks (those of at least

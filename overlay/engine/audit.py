@@ -31,6 +31,16 @@ from memwatch_overlay.core.version import __version__
 REPORT_VERSION = 1
 
 
+def _sync_progress(on_progress: Callable, source: str, n: int, phase: str | None = None,
+                   of: int | None = None) -> None:
+    """A sync's progress(n, phase, of) as audit()'s on_progress(source, n, ...); `of` only
+    when the sync gives it (the detection's count)."""
+    if of is None:
+        on_progress(source, n, phase=phase)
+    else:
+        on_progress(source, n, phase=phase, of=of)
+
+
 def resolve_sources(target: str | None, config: Config | None, source_name: str | None = None,
                     overlay: OverlayStore | None = None) -> tuple[Config, list[SourceConfig]]:
     """Which sources an audit reads: TARGET alone (detected; a folder: every store in it),
@@ -400,10 +410,12 @@ def audit(target: str | None = None, config: Config | None = None, *, as_of: flo
         for source in sources:
             progress = None
             if on_progress:
-                # on_progress(source, records, total=SizeEstimate | None, phase=str | None)
+                # on_progress(source, records, total=SizeEstimate | None, phase=str | None), and
+                # while contradictions are detected on_progress(source, facts done, phase=...,
+                # of=facts to do)
                 from memwatch_overlay.connectors.estimate import estimate
                 on_progress(source.name, 0, total=estimate(source))
-                progress = (lambda n, phase=None, name=source.name: on_progress(name, n, phase=phase))
+                progress = partial(_sync_progress, on_progress, source.name)
             stats.append(engine.sync(source, as_of=as_of, full=True, on_progress=progress))
         store.checkpoint_in_background()
         ids = [store.source_row(s.name)["id"] for s in sources]

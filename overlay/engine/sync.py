@@ -59,6 +59,9 @@ SNAPSHOTS = True    # answer an unchanged source's full read from its files' dig
 BULK_MIN = 50_000   # a full sync past this many records (and a quarter of the overlay) loads in bulk
 SQL_RESCORE_MIN = 1000   # a rescore of this many facts scores the plain ones in SQL (store.rescore_plain)
 PENDING_MAX = 1_000_000   # unchanged facts' ids a full read keeps before noting them (_SeenUnchanged)
+# The phase a sync's on_progress is told while the changed facts' blocks are walked, with the
+# facts done so far and `of` how many (overlay/output/progress.py draws it)
+DETECT_PHASE = "detecting contradictions"
 
 
 @dataclass
@@ -366,7 +369,8 @@ class SyncEngine:
                 stats.contradictions = self._contradictions(source_id, sync_no, replaced, now, stats,
                                                             None if read_all else touched, gone,
                                                             space=self.subject_space(source, source_id),
-                                                            live_changed=live_changed)
+                                                            live_changed=live_changed,
+                                                            on_progress=on_progress)
                 stats.rows_read = connector.rows_read - rows_before
                 if whole:
                     # every non-deleted fact was matched active and nothing was written: the live
@@ -1045,12 +1049,15 @@ class SyncEngine:
 
     def _contradictions(self, source_id: int, sync_no: int, replaced, now: float, stats: SyncStats,
                         touched: list[int] | None = None, deleted: list[int] | tuple = (),
-                        space: list[int] | None = None, live_changed: int | None = None) -> int:
+                        space: list[int] | None = None, live_changed: int | None = None,
+                        on_progress: Callable | None = None) -> int:
         """Judge changed facts again. `touched` (incremental) limits the status update to the
         facts this sync wrote or deleted and the facts they contradict; None recomputes all.
         `deleted`: facts this sync found deleted (their blocks are walked again); `space`:
         the sources sharing this one's subjects (`subject_space`); `live_changed`: the live
-        facts this sync changed, when counted already (store.count_changed_live)."""
+        facts this sync changed, when counted already (store.count_changed_live);
+        `on_progress`: the sync's, told how far the walk of the changed facts' blocks has come
+        (phase DETECT_PHASE, `of` the live changed facts)."""
         store = self.store
         had_any = store.has_contradictions()
         # the changed facts' ids are read only where they are used: a full read into an overlay
@@ -1075,10 +1082,12 @@ class SyncEngine:
         if self.detector is not None:
             from memwatch_overlay.overlay.detect.blocks import detect_changed
             marked = touched is None and not store.has_contradictions() and not store.has_contradicted_status()
+            progress = (None if on_progress is None else
+                        lambda done, total: on_progress(done, phase=DETECT_PHASE, of=total))
             found += detect_changed(store, self.detector, source_id, sync_no, now, stats,
                                     space=space, also=deleted,
                                     affected=affected, mark_status=marked, live_changed=live_changed,
-                                    walkers=self._walkers)
+                                    walkers=self._walkers, progress=progress)
             self._stop_walkers(wait=False)      # every walk is back
         if touched is not None:
             ids = set(touched) | set(changed) | partners | affected
