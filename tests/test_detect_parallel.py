@@ -334,3 +334,17 @@ def test_the_walk_reports_its_progress_block_by_block_to_the_end(tmp_path, monke
     assert len(set(counts)) > 20            # block by block, not once at the end
     # the phases before it are drawn as they were, without a count of their own
     assert any(phase == "scoring and detecting contradictions" and of is None for _, phase, of in calls)
+
+
+def test_the_walks_progress_is_told_in_about_steps_not_per_block(tmp_path, monkeypatch):
+    # 150 blocks of 20 facts: with STEPS at 10 the count is told about every 300 facts
+    # (a million facts are some 50,000 blocks: a call per block would be 50,000 redraw checks)
+    store = _store(tmp_path / "agent.db")
+    monkeypatch.setattr(blocks._WalkProgress, "STEPS", 10)
+    calls = []
+    result = audit(str(store), None, as_of=parse_as_of(AS_OF), overlay_path=str(tmp_path / "o.db"),
+                   on_progress=lambda source, n, total=None, phase=None, of=None: calls.append((n, phase)))
+    result.close()
+    counts = [n for n, phase in calls if phase == "detecting contradictions"]
+    assert 9 <= len(counts) <= 12 and counts == sorted(counts) and counts[-1] == 3000
+    assert all(b - a >= 300 for a, b in zip(counts, counts[1:-1]))

@@ -241,18 +241,23 @@ def _detect_changed(store: OverlayStore, detector: Detector, source_id: int, syn
 
 class _WalkProgress:
     """How far a detect_changed has come, for its caller's ``progress(done, total)``: the live
-    changed facts in the blocks walked so far, of ``total``. A block's changed ids may
-    include facts that are not live (deleted this sync), so ``done`` is held at ``total``."""
+    changed facts in the blocks walked so far, of ``total``, told at most about STEPS times
+    (a million facts are some 50,000 blocks). A block's changed ids may include facts that
+    are not live (deleted this sync), so ``done`` is held at ``total``."""
 
-    __slots__ = ("report", "total", "done")
+    STEPS = 1000
+    __slots__ = ("report", "total", "done", "told", "step")
 
     def __init__(self, report: Callable[[int, int], None] | None, total: int):
-        self.report, self.total, self.done = report, total, 0
+        self.report, self.total, self.done, self.told = report, total, 0, 0
+        self.step = max(1, total // self.STEPS)
 
     def add(self, changed_ids: set[int]) -> None:
         if self.report is not None and changed_ids:
             self.done = min(self.total, self.done + len(changed_ids))
-            self.report(self.done, self.total)
+            if self.done - self.told >= self.step:
+                self.told = self.done
+                self.report(self.done, self.total)
 
     def finish(self) -> None:
         """Every block is stored: the count is the total (a last call, whatever came before)."""
