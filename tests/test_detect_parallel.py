@@ -331,7 +331,7 @@ def test_the_walk_reports_its_progress_block_by_block_to_the_end(tmp_path, monke
     assert detecting and {of for _, of in detecting} == {3000}
     counts = [n for n, _ in detecting]
     assert counts == sorted(counts) and counts[-1] == 3000
-    assert len(set(counts)) > 20            # block by block, not once at the end
+    assert len(set(counts)) > 20            # as the blocks are stored, not once at the end
     # the phases before it are drawn as they were, without a count of their own
     assert any(phase == "scoring and detecting contradictions" and of is None for _, phase, of in calls)
 
