@@ -723,7 +723,7 @@ class SyncEngine:
         record = load.record
         replaced: list[tuple[str, str, str]] = []
 
-        def bind(after: int, upto: int, computed: list, unscored: list, made: dict) -> tuple[int, int]:
+        def bind(after: int, upto: int, computed: list, unscored: tuple[list, ...], made: dict) -> tuple[int, int]:
             store.stage_values(computed, unscored, [(rid, *row) for rid, row in made.items()])
             return after, upto
 
@@ -754,7 +754,7 @@ class SyncEngine:
                     made = self._staged_records(store.staged_rows(sorted(python)), python, record, fact_row,
                                                 page_rows, replaced)
                 ready = (after, upto, computed, unscored, made)
-                stats.records += len(computed) + len(unscored) + len(made)
+                stats.records += len(computed) + sum(map(len, unscored)) + len(made)
                 if on_progress:
                     on_progress(stats.records)
             writer.drain()
@@ -848,8 +848,10 @@ class SyncEngine:
                       in_sql: frozenset[str] = frozenset()) -> Callable[[list], tuple]:
         """facts_of(rows) for the staged rows (rowid, ok, text, subject, key, category,
         created_at, updated_at as the source holds them) of one page: ([(rowid, *bulk_load.BOUND)],
-        [(rowid, *bulk_load.BOUND[:SCORES_AT])] of the rows whose scores the store computes (a
-        category of `in_sql`: store.score_staged), {rowid: category or None} of the rows left to
+        the rows whose scores the store computes (a category of `in_sql`: store.score_staged) as
+        store.stage_values takes them (three lists: (rowid, category, content_hash), + created_at,
+        + updated_at; a row's trailing times that are NULL are left out, since sqlite3 binds a
+        None at several times a float's cost), {rowid: category or None} of the rows left to
         the Record path). The values are those `_page_builder` gives the row's Record, to the
         bit: the times as the connector's tuple path parses them, the page categorised in one
         call, plain_scorer's scores, the content hash inline. A row is left when SQL does not
@@ -862,10 +864,10 @@ class SyncEngine:
         digest_of = content_digest
         epoch = naive_iso_epoch          # the times as the connector's tuple path parses them
 
-        def facts_of(rows: list[tuple]) -> tuple[list[tuple], list[tuple], dict]:
+        def facts_of(rows: list[tuple]) -> tuple[list[tuple], tuple[list[tuple], ...], dict]:
             computed: list[tuple] = []
-            unscored: list[tuple] = []
-            later = unscored.append
+            unscored: tuple[list[tuple], ...] = ([], [], [])     # bound with no time, created_at, both
+            undated, created_only, later = (rows.append for rows in unscored)
             python: dict[int, str | None] = {}
             ready = []
             keep = ready.append
@@ -889,8 +891,13 @@ class SyncEngine:
             append = computed.append
             for (rid, text, subject, key, _, created, updated), category in zip(ready, categories):
                 if category in in_sql:
-                    later((rid, category, digest_of(text, key, subject, category, created, updated, None, "active"),
-                           created, updated))
+                    digest = digest_of(text, key, subject, category, created, updated, None, "active")
+                    if updated is not None:
+                        later((rid, category, digest, created, updated))
+                    elif created is not None:
+                        created_only((rid, category, digest, created))
+                    else:
+                        undated((rid, category, digest))
                     continue
                 scorer = scorers.get(category, _MISSING)
                 if scorer is _MISSING:

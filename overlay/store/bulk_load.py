@@ -48,6 +48,9 @@ STAGED_AT_CHUNK = 500         # rowids per statement of staged_rows()
 BOUND = ("category", "content_hash", "created_at", "updated_at", "freshness", "label", "age_days", "days_left",
          "days_until_expired", "confidence", "next_change")
 SCORES_AT = 4                 # BOUND[SCORES_AT:] are the scores: SQL computes them for plain facts
+# An unscored row binds BOUND[:UNSCORED_MIN] (category, content_hash) and its times up to the last
+# that is not NULL (stage_values)
+UNSCORED_MIN = 2
 # What the scoring SELECT (plain_rescore.plain_scores_select) gives for each of BOUND's scores
 SCORED = ("freshness", "label", "age_days", "days_left", "until_expired", "confidence", "nxt")
 # The sync's constants, bound once (a float written as a SQL literal need not parse to the same double)
@@ -187,22 +190,25 @@ class BulkLoadRepo(RepoBase):
                                f"WHERE {whole}", params)
         return frozenset(in_sql)
 
-    def stage_values(self, computed: Sequence[tuple], unscored: Sequence[tuple] = (),
+    def stage_values(self, computed: Sequence[tuple], unscored: Sequence[Sequence[tuple]] = (),
                      python_rows: Sequence[tuple] = ()) -> None:
         """Stage a page's values for insert_staged(): `computed` ((rowid, *BOUND)) as they are,
-        `unscored` ((rowid, *BOUND[:SCORES_AT]): facts of the categories begin_staged_insert()
-        named, for score_staged()), and `python_rows` ((rowid, *FactRow) of the Record-path
-        rows). (The unscored rows are bound without their seven NULLs: sqlite3 binds None
-        through its adapter lookup, at twice the cost of a float.)"""
+        `unscored` (facts of the categories begin_staged_insert() named, for score_staged():
+        lists of (rowid, category, content_hash), of those + created_at and of those +
+        updated_at, each row's trailing NULL times left out), and `python_rows` ((rowid,
+        *FactRow) of the Record-path rows). (The unscored rows are bound without their NULLs:
+        sqlite3 binds None through its adapter lookup, at several times the cost of a float;
+        at 1M rows without updated_at that was 2.0 s of binding instead of 1.3, in a micro-run.)"""
         conn = self.conn
         self._staged_mixed = bool(python_rows)
         if python_rows:
             conn.executemany(f"INSERT INTO temp.mw_rows VALUES ({placeholders(len(FACT_COLUMNS) + 1)})", python_rows)
         if computed:
             conn.executemany(f"INSERT INTO temp.mw_calc VALUES ({placeholders(len(BOUND) + 1)})", computed)
-        if unscored:
-            conn.executemany(f"INSERT INTO temp.mw_calc (rid, {', '.join(BOUND[:SCORES_AT])}) "
-                             f"VALUES ({placeholders(SCORES_AT + 1)})", unscored)
+        for width, rows in enumerate(unscored, start=UNSCORED_MIN):
+            if rows:
+                conn.executemany(f"INSERT INTO temp.mw_calc (rid, {', '.join(BOUND[:width])}) "
+                                 f"VALUES ({placeholders(width + 1)})", rows)
 
     def score_staged(self) -> list[tuple]:
         """Score by SQL the staged rows of the categories begin_staged_insert() named
