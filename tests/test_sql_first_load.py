@@ -21,6 +21,7 @@ from memwatch_overlay.core.errors import ConnectorError
 from memwatch_overlay.overlay.engine import sync as sync_module
 from memwatch_overlay.overlay.engine.sync import SyncEngine
 from memwatch_overlay.overlay.store import bulk_load
+from memwatch_overlay.overlay.store import facts as facts_module
 from memwatch_overlay.overlay.store.database import OverlayStore
 from memwatch_overlay.rules.config import parse_config
 
@@ -203,6 +204,12 @@ def test_a_clean_table_makes_no_record(tmp_path, monkeypatch):
     staged = [s for s in traced.statements if s.startswith("INSERT INTO temp.mw_calc")]
     assert traced.count("INSERT INTO temp.mw_calc (rid, category, content_hash, created_at) VALUES") == 12_500
     assert len(staged) == 25_000 and not any("NULL" in s for s in staged)
+    # and so is the Record path's upsert of a row whose category_given, updated_at, accessed_at,
+    # expires_at and expired_by are all None (the same overlay: both() compared them)
+    upserts = runs[False][0][2]
+    lean, full = facts_module._UPSERT_LEAN_SQL, facts_module._UPSERT_SQL
+    assert upserts.count(lean[:lean.index(" VALUES")]) == 12_500
+    assert upserts.count(full[:full.index(" VALUES")]) == 12_500
     # every fact the source has was written by this load: no deletion pass looks for unseen ones
     # (the Record path's first read runs it, and finds none)
     mark = "UPDATE facts SET status = 'deleted'"
