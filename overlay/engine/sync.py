@@ -24,6 +24,7 @@ import queue
 import threading
 import time
 from array import array
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Callable, NamedTuple, Sequence
@@ -723,16 +724,17 @@ class SyncEngine:
         record = load.record
         replaced: list[tuple[str, str, str]] = []
 
-        def bind(after: int, upto: int, computed: list, unscored: tuple[list, ...], made: dict) -> tuple[int, int]:
+        def bind(after: int, upto: int, computed: list, unscored: tuple[list, ...],
+                 made: dict) -> tuple[int, int, tuple[list, ...]]:
             store.stage_values(computed, unscored, [(rid, *row) for rid, row in made.items()])
-            return after, upto
+            return after, upto, unscored
 
-        def write(after: int, upto: int) -> None:
+        def write(after: int, upto: int, unscored: tuple[list, ...]) -> None:
             left = store.score_staged()
             if left:        # a rounding tie or a great age: plain_scorer in Python
                 store.set_staged_scores([(rid, *_plain_scores(self._plain_scorer(category), as_of, now, ahead,
                                                               created, updated, True))
-                                         for rid, category, created, updated in left])
+                                         for rid, category, created, updated in _unscored_rows(unscored, left)])
             store.insert_staged(after, upto)
 
         # A page's SQL (its scores, its INSERT … SELECT: a few long statements, during which
@@ -1294,6 +1296,21 @@ def _plain_scores(scorer, as_of: float, now: float, ahead: bool, created: float 
     else:
         nxt = 0.0 if ahead else as_of + change_days * DAY
     return freshness, label, age, left, until, confidence, nxt
+
+
+def _unscored_rows(unscored: tuple[list, ...], rids: list[int]) -> list[tuple]:
+    """(rowid, category, created_at, updated_at) of these rowids (ascending) among a page's
+    unscored rows as facts_of made them (three lists in rowid order: without times, with
+    created_at, with both)."""
+    out = []
+    for rid in rids:
+        for rows in unscored:
+            at = bisect_left(rows, (rid,))
+            if at < len(rows) and rows[at][0] == rid:
+                row = rows[at]
+                out.append((rid, row[1], row[3] if len(row) > 3 else None, row[4] if len(row) > 4 else None))
+                break
+    return out
 
 
 def _last_of_each(page: list, pks: list[str]) -> tuple[list, list[str]]:
