@@ -395,3 +395,15 @@ def test_sql_scores_the_plain_facts_to_the_bit(tmp_path, monkeypatch, ahead):
 def iso(epoch: float) -> str:
     """An epoch as naive ISO text to the microsecond (UTC)."""
     return dt.datetime.fromtimestamp(epoch, dt.timezone.utc).replace(tzinfo=None).isoformat(sep=" ")
+
+
+def test_the_rows_sql_left_are_found_in_the_page_the_sync_computed():
+    # facts_of's three lists (no time, created_at, both), each in rowid order: the rows SQL did
+    # not score (score_staged's rowids) get their category and times back from them
+    unscored = ([(2, "general", "h2"), (9, "general", "h9")],
+                [(1, "employment", "h1", 100.0), (5, "location", "h5", 50.5)],
+                [(3, "general", "h3", None, 7.0), (8, "employment", "h8", 10.0, 20.0)])
+    assert sync_module._unscored_rows(unscored, [1, 2, 3, 8, 9]) == [
+        (1, "employment", 100.0, None), (2, "general", None, None), (3, "general", None, 7.0),
+        (8, "employment", 10.0, 20.0), (9, "general", None, None)]
+    assert sync_module._unscored_rows(unscored, []) == []
