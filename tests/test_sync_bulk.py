@@ -92,6 +92,14 @@ def test_a_first_load_ends_with_the_schemas_indexes_and_the_same_facts_as_one_th
         real(self, rows)
 
     monkeypatch.setattr(OverlayStore, "upsert_facts", upsert)
+    # a SQLite overlay's pages are written in the sync's own thread (WRITER_THREAD_DIALECTS:
+    # binding rows in a writer thread trades the GIL with this one for every row)
+    own = tmp_path / "own.db"
+    assert sync_into(own, cfg).records == N
+    assert threads and all(threads)
+    # the writer thread, where it is used, writes the same facts in the same order
+    threads.clear()
+    monkeypatch.setattr(sync_module, "WRITER_THREAD_DIALECTS", ("sqlite", "postgres"))
     threaded = tmp_path / "threaded.db"
     assert sync_into(threaded, cfg).records == N
     assert threads and not any(threads)             # every page written by the writer thread
@@ -99,8 +107,8 @@ def test_a_first_load_ends_with_the_schemas_indexes_and_the_same_facts_as_one_th
     single = tmp_path / "single.db"
     sync_into(single, cfg)
     assert all(threads[-4:])
-    assert indexes(threaded) == indexes(empty) == indexes(single)
-    assert fact_rows(threaded) == fact_rows(single) and len(fact_rows(single)) == N
+    assert indexes(threaded) == indexes(empty) == indexes(single) == indexes(own)
+    assert fact_rows(threaded) == fact_rows(single) == fact_rows(own) and len(fact_rows(single)) == N
 
 
 class FailingConnector:

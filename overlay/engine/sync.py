@@ -60,6 +60,13 @@ SNAPSHOTS = True    # answer an unchanged source's full read from its files' dig
 BULK_MIN = 50_000   # a full sync past this many records (and a quarter of the overlay) loads in bulk
 SQL_RESCORE_MIN = 1000   # a rescore of this many facts scores the plain ones in SQL (store.rescore_plain)
 PENDING_MAX = 1_000_000   # unchanged facts' ids a full read keeps before noting them (_SeenUnchanged)
+# The overlays a Record load writes its pages to from a second thread (SyncEngine._ingest). Not
+# SQLite: its upsert binds every row in the writer thread, which takes the GIL back from the
+# thread building the next page for every row (sqlite3 releases it around each row's step); a
+# 1M-row JSONL first audit ran 57-61 s threaded and 44-54 s with the pages written in the
+# sync's own thread (stop 53, docs/benchmarks.md). (A staged load binds in the sync's thread
+# and hands the writer only whole statements: it keeps its writer on SQLite.)
+WRITER_THREAD_DIALECTS = ("postgres",)
 # The phase a sync's on_progress is told while the changed facts' blocks are walked, with the
 # facts done so far and `of` how many (overlay/output/progress.py draws it)
 DETECT_PHASE = "detecting contradictions"
@@ -497,10 +504,11 @@ class SyncEngine:
             if batch:
                 store.upsert_facts(batch)
 
-        # A load that only writes (no lookups between pages) hands its pages to a writer
-        # thread: SQLite works without the GIL, and a Postgres overlay's COPY waits for the
-        # server without it, while this thread builds the next page.
-        writer = _PageWriter(write) if bulk and not track and not compare else None
+        # A load that only writes (no lookups between pages) into a Postgres overlay hands its
+        # pages to a writer thread: the COPY waits for the server without the GIL while this
+        # thread builds the next page (WRITER_THREAD_DIALECTS).
+        threaded = bulk and not track and not compare and store.dialect in WRITER_THREAD_DIALECTS
+        writer = _PageWriter(write) if threaded else None
         submit = writer.submit if writer is not None else write
 
         def flush():
