@@ -356,6 +356,7 @@ def test_sql_scores_the_plain_facts_to_the_bit(tmp_path, monkeypatch, ahead):
 
     store = tmp_path / "bot.db"
     at = AS_OF + (400 * DAY if ahead else 0.0)
+    monkeypatch.setattr(bulk_load, "SCORES_CHUNK", 7)       # Python's scores set in several statements
     rnd = random.Random(5)
     texts = {"employment": "works at Acme {}", "location": "lives in Town {}", "contact": "email a{}@b.example",
              "preference": "loves dish {}"}
