@@ -225,10 +225,10 @@ class BulkLoadRepo(RepoBase):
             return []
         conn = self.conn
         conn.execute(*self._score_sql)
-        left = conn.execute("SELECT group_concat(c.rid) FROM (SELECT c.rid FROM temp.mw_calc c "
+        left = conn.execute("SELECT group_concat(c.rid) FROM temp.mw_calc c "
                             "JOIN temp.mw_plain p ON p.category = c.category WHERE NOT EXISTS "
-                            "(SELECT 1 FROM temp.mw_score q WHERE q.id = c.rid) ORDER BY c.rid) c").fetchone()[0]
-        return [int(rid) for rid in left.split(",")] if left else []
+                            "(SELECT 1 FROM temp.mw_score q WHERE q.id = c.rid)").fetchone()[0]
+        return sorted(int(rid) for rid in left.split(",")) if left else []
 
     def set_staged_scores(self, scores: list[tuple]) -> None:
         """(rowid, *BOUND's scores) of rows score_staged() left to Python, set by one UPDATE …
