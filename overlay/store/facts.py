@@ -150,10 +150,13 @@ FACT_SELECT = (
 SORT_THREADS = 2      # SQLite helper threads sorting an index build (create_indexes)
 
 
+_often_null = itemgetter(*_OFTEN_NULL_AT)
+_ALL_NULL = (None,) * len(_OFTEN_NULL)
+
+
 def _is_lean(row) -> bool:
     """Whether every one of _OFTEN_NULL is None in this row (FACT_COLUMNS order)."""
-    a, b, c, d, e = _OFTEN_NULL_AT
-    return row[a] is None and row[b] is None and row[c] is None and row[d] is None and row[e] is None
+    return _often_null(row) == _ALL_NULL
 
 
 class FactsRepo(RepoBase):
@@ -223,17 +226,15 @@ class FactsRepo(RepoBase):
 
         On SQLite the consecutive rows with every one of _OFTEN_NULL None are upserted without
         those columns (_UPSERT_LEAN_SQL), in the order given (the same ids)."""
-        if self.dialect == "postgres":
-            rows = list(rows)
-            if len(rows) >= PG_COPY_MIN and len({(r[0], r[2]) for r in rows}) == len(rows):
-                if self._all_new(rows):
-                    self._insert_by_copy(rows)
-                else:
-                    self._upsert_by_copy(rows)
-                return
         executemany = self.conn.executemany
         if self.dialect == "postgres":          # (psycopg binds a None as cheaply as a number)
-            executemany(_UPSERT_SQL, map(tuple, rows))
+            rows = list(rows)
+            if len(rows) < PG_COPY_MIN or len({(r[0], r[2]) for r in rows}) != len(rows):
+                executemany(_UPSERT_SQL, map(tuple, rows))
+            elif self._all_new(rows):
+                self._insert_by_copy(rows)
+            else:
+                self._upsert_by_copy(rows)
             return
         for lean, run in groupby(rows, _is_lean):
             if lean:
