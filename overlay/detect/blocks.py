@@ -153,7 +153,7 @@ PROMOTE_MIN = 20_000
 def _detect_changed(store: OverlayStore, detector: Detector, source_id: int, sync_no: int,
                     now: float, stats, space: list[int] | None, also: Iterable[int],
                     affected: set[int] | None, mark_status: bool, live_changed: int,
-                    walkers: parallel.ParallelWalks | None, done: "_WalkProgress") -> int:
+                    walkers: parallel.ParallelWalks | None, walk_progress: "_WalkProgress") -> int:
     before = detector.comparisons
     space = sorted(set(space or []) | {source_id})
     vectors = _vector_cache(store, detector)
@@ -178,7 +178,7 @@ def _detect_changed(store: OverlayStore, detector: Detector, source_id: int, syn
     kept = _kept_walks(detector)
 
     def walk_here(block: list, changed_ids: set[int]) -> None:
-        done.add(changed_ids)
+        walk_progress.add(changed_ids)
         if len(block) < 2:          # a fact alone in its block has nothing to contradict
             saver.replace_block(block, {}, stored)
             return
@@ -211,7 +211,7 @@ def _detect_changed(store: OverlayStore, detector: Detector, source_id: int, syn
                 if edges is None:
                     walk_here(block, changed_ids)
                     continue
-                done.add(changed_ids)
+                walk_progress.add(changed_ids)
                 saver.replace_block(block, edges, stored)
                 for older, at in confirms:
                     saver.confirm(older, at)
@@ -222,7 +222,7 @@ def _detect_changed(store: OverlayStore, detector: Detector, source_id: int, syn
         if walkers is None:
             pool.close(wait=False)      # every walk is back: the workers exit while the sync goes on
         saver.flush()
-        done.finish()
+        walk_progress.finish()
         if stats is not None:
             stats.comparisons += detector.comparisons - before + pool.comparisons - pool_before
         return saver.found
@@ -233,7 +233,7 @@ def _detect_changed(store: OverlayStore, detector: Detector, source_id: int, syn
     for block, changed_ids in gathered:
         walk_here(block, changed_ids)
     saver.flush()
-    done.finish()
+    walk_progress.finish()
     if stats is not None:
         stats.comparisons += detector.comparisons - before
     return saver.found

@@ -51,7 +51,7 @@ class ScanProgress:
         if not self.enabled:
             return
         if source != self.source or total is not None:
-            self.source, self.phase = source, "reading"
+            self.source, self.phase, self.of = source, "reading", None
             if total is not None:
                 self.total = total
         self.records = n
@@ -69,7 +69,7 @@ class ScanProgress:
 
     def describe(self) -> str:
         """The line's text: `reading big: 12,000 of 112,000 records (11%)`."""
-        if self.of is not None and self.phase != "reading":
+        if self.of is not None:
             pct = min(100, round(100 * self.records / self.of)) if self.of else 100
             return f"{self.phase} ({self.source}: {self.records:,} of {self.of:,} facts, {pct}%)"
         est = self.total
@@ -99,7 +99,7 @@ class ScanProgress:
             return
         est = self.total
         total = est.records if est is not None and est.records and self.phase == "reading" else None
-        if self.of and self.phase != "reading":
+        if self.of:
             total = self.of
         self.progress.update(self.task, description=self.describe(), total=total,
                              completed=min(self.records, total) if total else 0)
