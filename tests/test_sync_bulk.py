@@ -65,19 +65,6 @@ def sync_into(overlay: Path, cfg, connector=None):
         store.close()
 
 
-class InlineWriter:
-    """_PageWriter's interface, writing in the caller's thread (the one-thread reference)."""
-
-    def __init__(self, write):
-        self.write = write
-
-    def submit(self, page):
-        self.write(page)
-
-    def close(self, cancel=False):
-        pass
-
-
 def test_a_first_load_ends_with_the_schemas_indexes_and_the_same_facts_as_one_thread(tmp_path, monkeypatch):
     src = tmp_path / "bot.db"
     make_store(src)
@@ -103,12 +90,8 @@ def test_a_first_load_ends_with_the_schemas_indexes_and_the_same_facts_as_one_th
     threaded = tmp_path / "threaded.db"
     assert sync_into(threaded, cfg).records == N
     assert threads and not any(threads)             # every page written by the writer thread
-    monkeypatch.setattr(sync_module, "_PageWriter", InlineWriter)
-    single = tmp_path / "single.db"
-    sync_into(single, cfg)
-    assert all(threads[-4:])
-    assert indexes(threaded) == indexes(empty) == indexes(single) == indexes(own)
-    assert fact_rows(threaded) == fact_rows(single) == fact_rows(own) and len(fact_rows(single)) == N
+    assert indexes(threaded) == indexes(empty) == indexes(own)
+    assert fact_rows(threaded) == fact_rows(own) and len(fact_rows(own)) == N
 
 
 class FailingConnector:
