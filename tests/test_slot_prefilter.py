@@ -251,10 +251,23 @@ def test_a_duration_unit_spelt_with_a_folding_letter_is_read_not_a_crash():
     (r"^\W*(?:is|are|do|does)\b.*\?\s*$", ("?",)),
     (r"^(?!\W*(?:can you )).*(?<![?!])\?\s*$", ("?",)),
     (r"x(?:y|z)", None),                      # a single letter and a class: nothing to require
+    # alternatives that are whole words take the literal after them ("example" holds "am")
+    (r"\b(?:i am|is|am|are) (?:now )?(?:an? |the )(\w+)", ("am ", "are ", "i am ", "is ")),
+    (r"(?:is|a[mr]e) now", (" now",)),       # not every alternative a word: the literal alone
 ])
 def test_required_literals_of_shared_prefixes_and_question_marks(source, literals):
     from memwatch_overlay.overlay.detect.pack import parse_required_literals
     assert parse_required_literals(source, re.I) == literals
+
+
+def test_words_that_only_hold_a_listed_word_are_not_searched():
+    """A regex opening with a list of short words and a space is run on a clause holding one
+    of them followed by a space, not on every clause where one occurs inside a longer word."""
+    rx = re.compile(r"\b(?:i am|is|am|are|now) (?:an? |the )(\w+)", re.I)
+    pf = Prefilter([rx])
+    for text in ("has a dog named rex", "mail3@example.com", "history of care", "i know"):
+        assert not pf.mask(text) & pf.bit(rx) and rx.search(text) is None, text
+    assert pf.mask("she is a nurse") & pf.bit(rx) and rx.search("she is a nurse")
 
 
 def test_a_plain_statement_is_not_searched_for_questions_or_retractions():

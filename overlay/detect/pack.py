@@ -525,6 +525,11 @@ def _lits(seq, C) -> tuple[str, ...] | None:
             alts = [_lits(a, C) for a in av[1]]
             if all(alts):
                 better(tuple(sorted({w for a in alts for w in a})))
+            # alternatives that are whole words, followed by a literal ("(?:is|am|are) "): each
+            # with what follows ("is ", "am "), which "this", "example" and "named" lack
+            after = _leading_run(items[i + 1:], C)
+            if after and all(len(a) == len(_leading_run(a, C)) for a in av[1]):
+                better(tuple(sorted({_leading_run(a, C) + after for a in av[1]})))
         elif op in (C.MAX_REPEAT, C.MIN_REPEAT) and av[0] >= 1:
             better(_lits(av[2], C))
         i += 1
@@ -547,9 +552,10 @@ def _leading_run(seq, C) -> str:
     return "".join(out).lower()
 
 
-def _selectivity(words: tuple[str, ...]) -> tuple[int, int]:
-    """Longer shortest word first, then fewer words."""
-    return (min(_RARE_CHARS.get(w, len(w.strip())) for w in words), -len(words))
+def _selectivity(words: tuple[str, ...]) -> tuple[int, int, int]:
+    """Longer shortest word first (its letters), then fewer words, then the longer shortest
+    word with its spaces ("am " rules out "example" where "am" does not)."""
+    return (min(_RARE_CHARS.get(w, len(w.strip())) for w in words), -len(words), min(len(w) for w in words))
 
 
 def _groups(raw: Any, fld: str, where: str) -> tuple[frozenset[str], ...]:
