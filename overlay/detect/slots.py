@@ -1015,7 +1015,10 @@ def _reads_name(name: str, match: str) -> bool:
 
 
 def _overlaps(taken: list[tuple[int, int]], m: re.Match) -> bool:
-    return any(m.start() < e and s < m.end() for s, e in taken)
+    if not taken:               # (most matches: no generator made for nothing)
+        return False
+    start, end = m.span()
+    return any(start < e and s < end for s, e in taken)
 
 
 _SUBJECT_VERBS = {"is", "has", "was", "had", "works", "lives", "likes", "loves", "thinks",
