@@ -75,12 +75,16 @@ def _read_or_error(ex: Extractor, text: str):
         return type(e).__name__
 
 
-def test_prefilter_finds_exactly_the_literals_a_text_contains():
+@pytest.mark.parametrize("accelerate", [True, False], ids=["re2-set", "trie-scan"])
+def test_prefilter_finds_exactly_the_literals_a_text_contains(accelerate):
     pack = load_pack()
     ex = Extractor(pack)
     patterns = [r for sd in pack.slots for r in (*sd.assert_, *sd.deny, *sd.end, *sd.event)]
     patterns += [c.pattern for c in pack.cues] + ex.guards.patterns()
-    pf = Prefilter(patterns)
+    if accelerate:
+        pytest.importorskip("re2", reason="google-re2 (the fast extra) scans ASCII texts in one RE2 set")
+    pf = Prefilter(patterns, accelerate=accelerate)
+    assert pf.accelerated == accelerate
     literals = sorted({w for p in patterns for w in (required_literals(p) or ())})
     assert len(literals) > 300
     rnd = random.Random(3)
