@@ -525,11 +525,12 @@ def _lits(seq, C) -> tuple[str, ...] | None:
             alts = [_lits(a, C) for a in av[1]]
             if all(alts):
                 better(tuple(sorted({w for a in alts for w in a})))
-            # alternatives that are whole words, followed by a literal ("(?:is|am|are) "): each
+            # alternatives that are whole literals, followed by a literal ("(?:is|am|are) "): each
             # with what follows ("is ", "am "), which "this", "example" and "named" lack
             after = _leading_run(items[i + 1:], C)
-            if after and all(len(a) == len(_leading_run(a, C)) for a in av[1]):
-                better(tuple(sorted({_leading_run(a, C) + after for a in av[1]})))
+            words = [_leading_run(a, C) for a in av[1]]
+            if after and all(len(w) == len(a) for w, a in zip(words, av[1])):    # (one char an item)
+                better(tuple(sorted({w + after for w in words})))
         elif op in (C.MAX_REPEAT, C.MIN_REPEAT) and av[0] >= 1:
             better(_lits(av[2], C))
         i += 1
