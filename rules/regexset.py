@@ -57,6 +57,35 @@ _NO_MATCH = r"[^\x00-\x{10FFFF}]"   # an empty class: an item no ASCII character
 _ALL_ASCII = "".join(map(chr, range(128)))
 
 
+def search_set(sources: Sequence[str], max_mem: int | None = None):
+    """One compiled, unanchored RE2 set of these RE2 sources (google-re2, the `fast` extra),
+    and the indices of the sources it took, ascending: a set id is a position in that list.
+    A source RE2 rejects is left out. None without google-re2, when no source is taken, or
+    when RE2 cannot compile the set. `max_mem`: RE2's memory budget for it (its default when
+    None); RE2::Set::Match answers "no match" when its DFA cannot hold its states."""
+    if re2 is None:
+        return None
+    options = re2.Options()
+    options.log_errors = False
+    if max_mem is not None:
+        options.max_mem = max_mem
+    rset = re2.Set.SearchSet(options)
+    taken = []
+    for k, source in enumerate(sources):
+        try:
+            rset.Add(source)
+        except re2.error:
+            continue
+        taken.append(k)
+    if not taken:
+        return None
+    try:
+        rset.Compile()
+    except re2.error:
+        return None
+    return rset, taken
+
+
 class Untranslatable(Exception):
     """The pattern uses a construct RE2 cannot express with Python re's exact meaning."""
 
@@ -243,27 +272,20 @@ class RegexSet:
         return self._set is not None
 
     def _build_re2_set(self) -> None:
-        options = re2.Options()
-        options.log_errors = False
-        rset = re2.Set.SearchSet(options)
-        ids, dollars = [], set()
+        translated: list[tuple[int, str, bool]] = []
         for i, pattern in enumerate(self.patterns):
             try:
-                source, uses_dollar = translate(pattern)
-                rset.Add(source)
-            except (Untranslatable, re2.error):
+                translated.append((i, *translate(pattern)))
+            except Untranslatable:
                 continue
-            ids.append(i)
-            if uses_dollar:
-                dollars.add(i)
-        if not ids:
+        built = search_set([source for _, source, _ in translated])
+        if built is None:
             return
-        try:
-            rset.Compile()
-        except re2.error:
-            return
+        rset, taken = built
+        ids = [translated[k][0] for k in taken]
         self._set, self._set_ids = rset, ids
-        self.on_re2, self.uses_dollar = frozenset(ids), frozenset(dollars)
+        self.on_re2 = frozenset(ids)
+        self.uses_dollar = frozenset(translated[k][0] for k in taken if translated[k][2])
 
     def candidates(self, indices: Sequence[int]) -> Candidates:
         ordered = tuple(sorted(indices))

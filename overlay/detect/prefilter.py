@@ -25,11 +25,7 @@ import re
 from typing import Iterable
 
 from memwatch_overlay.overlay.detect.pack import required_literals, word_trie
-
-try:
-    import re2
-except ImportError:         # the optional `fast` extra is not installed: the trie scan alone
-    re2 = None
+from memwatch_overlay.rules.regexset import search_set
 
 # The RE2 set's memory budget: its DFA is built lazily, and RE2::Set::Match answers "no match"
 # when it cannot hold its states (rules/regexset.py); a set of plain literals needs far less
@@ -67,8 +63,7 @@ class Prefilter:
                 m |= by_literal.get(w[:k], 0)
             self._found[w] = m
         self._scan = re.compile("(?=(" + word_trie(by_literal) + "))") if by_literal else None
-        self._set, self._set_bits = (_literal_set(by_literal) if accelerate and re2 is not None and by_literal
-                                     else (None, ()))
+        self._set, self._set_bits = _literal_set(by_literal) if accelerate else (None, ())
 
     @property
     def accelerated(self) -> bool:
@@ -113,22 +108,13 @@ class Prefilter:
 
 def _literal_set(by_literal: dict[str, int]) -> tuple[object | None, tuple[int, ...]]:
     """One RE2 set of the ASCII literals (each character outside [a-z0-9] written as a hex
-    escape, so RE2's syntax never reads it) and each literal's bits, by its index in the set;
-    (None, ()) when RE2 refuses it. A literal with a non-ASCII character is left out: it cannot
-    occur in the ASCII texts the set scans."""
-    options = re2.Options()
-    options.log_errors = False
-    options.max_mem = RE2_MAX_MEM
-    rset = re2.Set.SearchSet(options)
-    bits = []
-    try:
-        for literal, bit in by_literal.items():
-            if literal.isascii():
-                rset.Add("".join(ch if ch.isalnum() else f"\\x{{{ord(ch):02x}}}" for ch in literal))
-                bits.append(bit)
-        if not bits:
-            return None, ()
-        rset.Compile()
-    except re2.error:
+    escape, so RE2's syntax never reads it) and each literal's bits, by its id in the set;
+    (None, ()) without google-re2 or when RE2 refuses a literal (its bits would never be
+    set). A literal with a non-ASCII character is left out: it cannot occur in the ASCII
+    texts the set scans."""
+    literals = [w for w in by_literal if w.isascii()]
+    built = search_set(["".join(ch if ch.isalnum() else f"\\x{{{ord(ch):02x}}}" for ch in w) for w in literals],
+                       RE2_MAX_MEM)
+    if built is None or len(built[1]) != len(literals):
         return None, ()
-    return rset, tuple(bits)
+    return built[0], tuple(by_literal[w] for w in literals)
