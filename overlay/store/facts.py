@@ -90,7 +90,8 @@ UPSERT_CONFLICT = _UPSERT_SQL[_UPSERT_SQL.index("ON CONFLICT"):]
 # is NULL: the same row, the same conflict rule): sqlite3 binds a None at several times a
 # float's cost (its adapter lookup), five per plain row.
 _OFTEN_NULL = ("category_given", "updated_at", "accessed_at", "expires_at", "expired_by")
-_OFTEN_NULL_AT = tuple(FACT_COLUMNS.index(c) for c in _OFTEN_NULL)
+_often_null = itemgetter(*(FACT_COLUMNS.index(c) for c in _OFTEN_NULL))
+_ALL_NULL = (None,) * len(_OFTEN_NULL)
 _LEAN_COLUMNS = tuple(c for c in FACT_COLUMNS if c not in _OFTEN_NULL)
 _lean_row = itemgetter(*(FACT_COLUMNS.index(c) for c in _LEAN_COLUMNS))
 _UPSERT_LEAN_SQL = (f"INSERT INTO facts ({', '.join(_LEAN_COLUMNS)}) VALUES ({placeholders(len(_LEAN_COLUMNS))}) "
@@ -148,10 +149,6 @@ FACT_SELECT = (
 
 
 SORT_THREADS = 2      # SQLite helper threads sorting an index build (create_indexes)
-
-
-_often_null = itemgetter(*_OFTEN_NULL_AT)
-_ALL_NULL = (None,) * len(_OFTEN_NULL)
 
 
 def _is_lean(row) -> bool:
